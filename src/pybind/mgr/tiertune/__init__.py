@@ -1,0 +1,3 @@
+from .module import Module
+
+__all__ = ['Module']
