@@ -1,0 +1,130 @@
+"""Rates from successive samples, and the bounded per-pool history they live in."""
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Deque, Dict, Iterable, List, Mapping, Optional
+
+from .sampling import PoolSample
+
+# Shorter than this between samples and the counters (reported by OSDs every
+# few seconds) have barely moved: a rate would be mostly noise.
+MIN_RATE_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Rates:
+    interval_s: float
+    flush_bytes_sec: float
+    flush_ops_sec: float
+    evict_bytes_sec: float
+    evict_ops_sec: float
+    promote_ops_sec: float
+    read_bytes_sec: float
+    read_ops_sec: float
+    write_bytes_sec: float
+    write_ops_sec: float
+    dirty_bytes_growth_sec: float
+
+    def as_dict(self) -> Dict[str, float]:
+        return {k: round(v, 3) for k, v in self.__dict__.items()}
+
+
+def derive_rates(prev: PoolSample, cur: PoolSample,
+                 prev_dirty_bytes: int = 0, cur_dirty_bytes: int = 0) -> Optional[Rates]:
+    """None when no honest rate exists for the interval: too short or
+    negative (a clock that went backwards), or a counter that went down (the
+    pool's PGs were recreated, or stats were reset)."""
+    dt = cur.mono - prev.mono
+    if dt < MIN_RATE_INTERVAL_S:
+        return None
+    p, c = prev.counters, cur.counters
+
+    def per_sec(name: str, scale: float = 1.0) -> Optional[float]:
+        delta = getattr(c, name) - getattr(p, name)
+        return None if delta < 0 else delta * scale / dt
+
+    values = {
+        'flush_bytes_sec': per_sec('num_flush_kb', 1024),
+        'flush_ops_sec': per_sec('num_flush'),
+        'evict_bytes_sec': per_sec('num_evict_kb', 1024),
+        'evict_ops_sec': per_sec('num_evict'),
+        'promote_ops_sec': per_sec('num_promote'),
+        'read_bytes_sec': per_sec('num_read_kb', 1024),
+        'read_ops_sec': per_sec('num_read'),
+        'write_bytes_sec': per_sec('num_write_kb', 1024),
+        'write_ops_sec': per_sec('num_write'),
+    }
+    if any(v is None for v in values.values()):
+        return None
+    return Rates(interval_s=dt, dirty_bytes_growth_sec=(cur_dirty_bytes - prev_dirty_bytes) / dt,
+                 **{k: float(v or 0.0) for k, v in values.items()})
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    sample: PoolSample
+    dirty_bytes: int
+    rates: Optional[Rates]   # over the interval ending at this sample
+
+
+class PoolHistory:
+    def __init__(self, size: int) -> None:
+        self.entries: Deque[HistoryEntry] = deque(maxlen=max(size, 2))
+
+    def add(self, sample: PoolSample, dirty_bytes: int) -> HistoryEntry:
+        rates = None
+        if self.entries:
+            last = self.entries[-1]
+            if sample.mono <= last.sample.mono:
+                # A sample no newer than the last one: the clock we rely on
+                # does not go backwards, so this is a duplicate; keep the last.
+                return last
+            rates = derive_rates(last.sample, sample, last.dirty_bytes, dirty_bytes)
+        entry = HistoryEntry(sample=sample, dirty_bytes=dirty_bytes, rates=rates)
+        self.entries.append(entry)
+        return entry
+
+    def resize(self, size: int) -> None:
+        self.entries = deque(self.entries, maxlen=max(size, 2))
+
+    @property
+    def latest(self) -> Optional[HistoryEntry]:
+        return self.entries[-1] if self.entries else None
+
+    def latest_rates(self) -> Optional[Rates]:
+        return self.entries[-1].rates if self.entries else None
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+class HistoryBook:
+    """Per-pool histories, keyed by pool id (Ceph never reuses a pool id, so a
+    pool deleted and created again under the same name starts afresh)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.pools: Dict[int, PoolHistory] = {}
+
+    def record(self, samples: Mapping[int, PoolSample], dirty_bytes: Mapping[int, int],
+               present: Iterable[int]) -> List[int]:
+        """Add this tick's samples; forget pools no longer present as cache
+        tiers. Returns the ids forgotten."""
+        present_ids = set(present)
+        gone = [pid for pid in self.pools if pid not in present_ids]
+        for pid in gone:
+            del self.pools[pid]
+        for pid, sample in samples.items():
+            hist = self.pools.get(pid)
+            if hist is None:
+                hist = self.pools[pid] = PoolHistory(self.size)
+            hist.add(sample, dirty_bytes.get(pid, 0))
+        return gone
+
+    def resize(self, size: int) -> None:
+        self.size = size
+        for hist in self.pools.values():
+            hist.resize(size)
+
+    def get(self, pool_id: int) -> Optional[PoolHistory]:
+        return self.pools.get(pool_id)

@@ -1,0 +1,119 @@
+"""`ceph tiertune status`: one row per cache pool, as a table and as JSON."""
+
+from typing import Any, Dict, List, Optional
+
+from .rates import PoolHistory
+from .sampling import agent_levels
+from .topology import CacheTier
+
+
+def status_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float) -> Dict[str, Any]:
+    row: Dict[str, Any] = {
+        'pool': tier.pool,
+        'pool_id': tier.pool_id,
+        'base_pool': tier.base_pool,
+        'base_pool_id': tier.base_pool_id,
+        'cache_mode': tier.cache_mode,
+        'pg_num': tier.pg_num,
+        'target_max_bytes': tier.target_max_bytes,
+        'target_max_objects': tier.target_max_objects,
+        'ratios': tier.ratios.as_dict(),
+        'hit_set': tier.hit_set.as_dict(),
+        'promote': {'min_read_recency': tier.min_read_recency_for_promote,
+                    'min_write_recency': tier.min_write_recency_for_promote},
+        'min_flush_age_s': tier.min_flush_age_s,
+        'min_evict_age_s': tier.min_evict_age_s,
+        'samples': len(hist) if hist else 0,
+        'sample_age_s': None,
+        'fill': None,
+        'dirty': None,
+        'objects': None,
+        'bytes': None,
+        'agent_pgs': None,
+        'rates': None,
+        'counters': None,
+    }
+    latest = hist.latest if hist else None
+    if latest is None:
+        return row
+    s, c = latest.sample, latest.sample.counters
+    lv = agent_levels(tier, c)
+    row.update({
+        'sample_age_s': round(max(now_mono - s.mono, 0.0), 1),
+        'sample_time': s.wall,
+        'fill': _round(lv.fill),
+        'dirty': _round(lv.dirty),
+        'objects': {'user': lv.user_objects, 'dirty': lv.dirty_objects,
+                    'hit_set_archive': c.num_objects_hit_set_archive},
+        'bytes': {'user': lv.user_bytes, 'dirty': lv.dirty_bytes,
+                  'hit_set_archive': c.num_bytes_hit_set_archive},
+        'agent_pgs': {'pg_num': s.num_pg,
+                      'flush_high': c.num_flush_mode_high, 'flush_low': c.num_flush_mode_low,
+                      'evict_some': c.num_evict_mode_some, 'evict_full': c.num_evict_mode_full},
+        'rates': latest.rates.as_dict() if latest.rates else None,
+        'counters': {'num_promote': c.num_promote, 'num_flush': c.num_flush,
+                     'num_flush_kb': c.num_flush_kb, 'num_evict': c.num_evict,
+                     'num_evict_kb': c.num_evict_kb},
+    })
+    return row
+
+
+def _round(v: Optional[float]) -> Optional[float]:
+    return None if v is None else round(v, 4)
+
+
+def fmt_bytes(n: Optional[float]) -> str:
+    if n is None:
+        return '-'
+    units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']
+    v = float(n)
+    for unit in units:
+        if abs(v) < 1024 or unit == units[-1]:
+            return f'{v:.0f} {unit}' if unit == 'B' else f'{v:.1f} {unit}'
+        v /= 1024
+    return f'{v:.1f} PiB'  # not reached
+
+
+def fmt_pct(v: Optional[float]) -> str:
+    return '-' if v is None else f'{v * 100:.1f}%'
+
+
+def fmt_rate(v: Optional[float], unit: str = '/s') -> str:
+    return '-' if v is None else f'{v:.1f}{unit}'
+
+
+COLUMNS = ['POOL', 'BASE', 'MODE', 'TARGET', 'FILL', 'DIRTY', 'RATIOS D/H/F',
+           'FLUSH', 'EVICT', 'PROMOTE', 'CLIENT RD', 'CLIENT WR',
+           'AGENT PGS HI/LO/SOME/FULL', 'HIT SET', 'AGE']
+
+
+def _table_cells(row: Dict[str, Any]) -> List[str]:
+    r = row['ratios']
+    rates = row['rates'] or {}
+    pgs = row['agent_pgs']
+    hs = row['hit_set']
+    target = fmt_bytes(row['target_max_bytes']) if row['target_max_bytes'] else 'none'
+    if row['target_max_objects']:
+        target += f' / {row["target_max_objects"]} obj'
+    return [
+        row['pool'], row['base_pool'], row['cache_mode'], target,
+        fmt_pct(row['fill']), fmt_pct(row['dirty']),
+        f'{r["dirty"]:.2f}/{r["dirty_high"]:.2f}/{r["full"]:.2f}',
+        fmt_bytes(rates.get('flush_bytes_sec')) + '/s' if rates else '-',
+        fmt_bytes(rates.get('evict_bytes_sec')) + '/s' if rates else '-',
+        fmt_rate(rates.get('promote_ops_sec'), ' op/s') if rates else '-',
+        fmt_bytes(rates.get('read_bytes_sec')) + '/s' if rates else '-',
+        fmt_bytes(rates.get('write_bytes_sec')) + '/s' if rates else '-',
+        (f'{pgs["flush_high"]}/{pgs["flush_low"]}/{pgs["evict_some"]}/{pgs["evict_full"]}'
+         f' of {pgs["pg_num"]}') if pgs else '-',
+        f'{hs["type"]} {hs["count"]}x{hs["period_s"]}s',
+        '-' if row['sample_age_s'] is None else f'{row["sample_age_s"]:.0f}s',
+    ]
+
+
+def format_table(rows: List[Dict[str, Any]]) -> str:
+    """Aligned, borderless, left-justified: the look of `osd pool autoscale-status`."""
+    cells = [COLUMNS] + [_table_cells(r) for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    return '\n'.join('  '.join(v.ljust(w) for v, w in zip(line, widths)).rstrip()
+                     for line in cells) + '\n'

@@ -1,0 +1,127 @@
+"""One tick's view of every cache pool: cumulative counters and agent modes.
+
+Reads only O(pools) mgr data: `pool_stats` every tick, and `osd_map` when the
+caller says the topology may have changed.  Never `pg_dump`, `pg_stats` or
+`pg_summary`: those are O(PGs) and all mgr modules share one GIL.
+"""
+
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+from .topology import CacheTier
+
+Getter = Callable[[str], Any]
+
+# The mgr data the tick may read.  A unit test holds the module to this list.
+TICK_SOURCES = ('osd_map', 'pool_stats')
+
+# BlueStore's (and MemStore's) estimate_objects_overhead(): the agent adds it
+# to the user bytes before comparing with the PG's share of target_max_bytes.
+STORE_OVERHEAD_BYTES_PER_OBJECT = 300
+
+
+@dataclass(frozen=True)
+class PoolCounters:
+    """Sums of the pool's PG stat_sum; cumulative unless noted."""
+    num_objects: int = 0                  # level
+    num_bytes: int = 0                    # level
+    num_objects_dirty: int = 0            # level
+    num_objects_omap: int = 0             # level
+    num_objects_hit_set_archive: int = 0  # level
+    num_bytes_hit_set_archive: int = 0    # level
+    num_flush: int = 0
+    num_flush_kb: int = 0
+    num_evict: int = 0
+    num_evict_kb: int = 0
+    num_promote: int = 0
+    num_read: int = 0
+    num_read_kb: int = 0
+    num_write: int = 0
+    num_write_kb: int = 0
+    num_flush_mode_high: int = 0          # level: PGs in that agent mode now
+    num_flush_mode_low: int = 0           # level
+    num_evict_mode_some: int = 0          # level
+    num_evict_mode_full: int = 0          # level
+
+    @classmethod
+    def from_stat_sum(cls, stat_sum: Mapping[str, Any]) -> 'PoolCounters':
+        return cls(**{f.name: int(stat_sum.get(f.name, 0)) for f in fields(cls)})
+
+
+CUMULATIVE_COUNTERS = ('num_flush', 'num_flush_kb', 'num_evict', 'num_evict_kb',
+                       'num_promote', 'num_read', 'num_read_kb', 'num_write', 'num_write_kb')
+
+
+@dataclass(frozen=True)
+class PoolSample:
+    pool_id: int
+    mono: float        # time.monotonic() when taken: for rates, immune to clock steps
+    wall: float        # time.time() when taken: for display
+    num_pg: int
+    counters: PoolCounters
+
+
+@dataclass(frozen=True)
+class AgentLevels:
+    """Fill and dirty as the OSD agent computes them (agent_choose_mode), summed
+    over the pool: hit-set archives excluded, store overhead added, dirty bytes
+    estimated from the average object size, against target_max_bytes (or
+    target_max_objects when that gives the larger fraction).  The agent acts
+    per PG against target/pg_num, so single PGs cross a ratio before the pool
+    average does; agent_pgs in status counts the PGs actually in each mode."""
+    user_objects: int
+    user_bytes: int
+    dirty_objects: int
+    dirty_bytes: int
+    fill: Optional[float]    # fraction of target; None without a target
+    dirty: Optional[float]
+
+
+def agent_levels(tier: CacheTier, c: PoolCounters) -> AgentLevels:
+    unflushable = c.num_objects_hit_set_archive
+    dirty = c.num_objects_dirty
+    if tier.base_is_erasure:
+        # An EC base has no omap: the agent cannot flush omap objects.
+        unflushable += c.num_objects_omap
+        dirty = max(dirty - c.num_objects_omap, 0)
+    user_objects = max(c.num_objects - unflushable, 0)
+    user_bytes = max(c.num_bytes - c.num_bytes_hit_set_archive, 0)
+    user_bytes += STORE_OVERHEAD_BYTES_PER_OBJECT * user_objects
+    avg = user_bytes / user_objects if user_objects else 0.0
+    dirty_bytes = int(dirty * avg)
+    fill: Optional[float] = None
+    dirty_frac: Optional[float] = None
+    if tier.target_max_bytes > 0:
+        fill = user_bytes / tier.target_max_bytes
+        dirty_frac = dirty_bytes / tier.target_max_bytes
+    if tier.target_max_objects > 0:
+        fill = max(fill or 0.0, user_objects / tier.target_max_objects)
+        dirty_frac = max(dirty_frac or 0.0, dirty / tier.target_max_objects)
+    return AgentLevels(user_objects=user_objects, user_bytes=user_bytes,
+                       dirty_objects=dirty, dirty_bytes=dirty_bytes,
+                       fill=fill, dirty=dirty_frac)
+
+
+def stat_sums(pool_stats: Mapping[str, Any]) -> Dict[int, Tuple[int, Mapping[str, Any]]]:
+    """pool id -> (num_pg, stat_sum) from get('pool_stats')."""
+    out: Dict[int, Tuple[int, Mapping[str, Any]]] = {}
+    for entry in pool_stats.get('pool_stats', []):
+        out[int(entry['poolid'])] = (int(entry.get('num_pg', 0)), entry.get('stat_sum', {}))
+    return out
+
+
+def take_samples(get: Getter, tiers: Mapping[int, CacheTier], mono: float,
+                 wall: float) -> Dict[int, PoolSample]:
+    """Sample every cache pool in tiers; pools missing from pool_stats (just
+    created, or just deleted) are left out."""
+    if not tiers:
+        return {}
+    sums = stat_sums(get('pool_stats'))
+    samples: Dict[int, PoolSample] = {}
+    for pid in tiers:
+        if pid not in sums:
+            continue
+        num_pg, stat_sum = sums[pid]
+        samples[pid] = PoolSample(pool_id=pid, mono=mono, wall=wall, num_pg=num_pg,
+                                  counters=PoolCounters.from_stat_sum(stat_sum))
+    return samples

@@ -1,0 +1,116 @@
+"""Cache-tier topology and settings, read from the OSD map's pool entries."""
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional
+
+MICRO = 1_000_000
+POOL_TYPE_ERASURE = 3  # pg_pool_t::TYPE_ERASURE
+
+
+@dataclass(frozen=True)
+class Ratios:
+    dirty: float
+    dirty_high: float
+    full: float
+
+    def as_dict(self) -> Dict[str, float]:
+        return {'dirty': self.dirty, 'dirty_high': self.dirty_high, 'full': self.full}
+
+
+@dataclass(frozen=True)
+class HitSetSettings:
+    type: str
+    period_s: int
+    count: int
+    fpp: Optional[float]
+    search_last_n: int
+    grade_decay_rate: int
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {'type': self.type, 'period_s': self.period_s, 'count': self.count,
+                'fpp': self.fpp, 'search_last_n': self.search_last_n,
+                'grade_decay_rate': self.grade_decay_rate}
+
+
+@dataclass(frozen=True)
+class CacheTier:
+    """One cache pool as the OSD map describes it."""
+    pool_id: int
+    pool: str
+    base_pool_id: int
+    base_pool: str
+    base_is_erasure: bool
+    cache_mode: str
+    pg_num: int
+    target_max_bytes: int
+    target_max_objects: int
+    ratios: Ratios
+    hit_set: HitSetSettings
+    min_read_recency_for_promote: int
+    min_write_recency_for_promote: int
+    min_flush_age_s: int
+    min_evict_age_s: int
+    last_change: int
+
+    @property
+    def has_target(self) -> bool:
+        # Without either target the OSD agent never flushes or evicts.
+        return self.target_max_bytes > 0 or self.target_max_objects > 0
+
+
+def _micro(p: Mapping[str, Any], key: str) -> float:
+    return int(p.get(key, 0)) / MICRO
+
+
+def _hit_set(p: Mapping[str, Any]) -> HitSetSettings:
+    params = p.get('hit_set_params') or {}
+    fpp = params.get('false_positive_probability')
+    return HitSetSettings(
+        type=str(params.get('type', 'none')),
+        period_s=int(p.get('hit_set_period', 0)),
+        count=int(p.get('hit_set_count', 0)),
+        fpp=float(fpp) if fpp is not None else None,
+        search_last_n=int(p.get('hit_set_search_last_n', 0)),
+        grade_decay_rate=int(p.get('hit_set_grade_decay_rate', 0)),
+    )
+
+
+def is_cache_pool(p: Mapping[str, Any]) -> bool:
+    return int(p.get('tier_of', -1)) >= 0 and p.get('cache_mode', 'none') != 'none'
+
+
+def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
+    """All cache pools (tier_of set, cache_mode not none), by pool id."""
+    pools: List[Mapping[str, Any]] = osd_map.get('pools', [])
+    names = {int(p['pool']): str(p['pool_name']) for p in pools}
+    erasure = {int(p['pool']) for p in pools if int(p.get('type', 1)) == POOL_TYPE_ERASURE}
+    tiers: Dict[int, CacheTier] = {}
+    for p in pools:
+        if not is_cache_pool(p):
+            continue
+        pid, base_id = int(p['pool']), int(p['tier_of'])
+        tiers[pid] = CacheTier(
+            pool_id=pid,
+            pool=str(p['pool_name']),
+            base_pool_id=base_id,
+            base_pool=names.get(base_id, str(base_id)),
+            base_is_erasure=base_id in erasure,
+            cache_mode=str(p['cache_mode']),
+            pg_num=int(p.get('pg_num', 0)),
+            target_max_bytes=int(p.get('target_max_bytes', 0)),
+            target_max_objects=int(p.get('target_max_objects', 0)),
+            ratios=Ratios(dirty=_micro(p, 'cache_target_dirty_ratio_micro'),
+                          dirty_high=_micro(p, 'cache_target_dirty_high_ratio_micro'),
+                          full=_micro(p, 'cache_target_full_ratio_micro')),
+            hit_set=_hit_set(p),
+            min_read_recency_for_promote=int(p.get('min_read_recency_for_promote', 0)),
+            min_write_recency_for_promote=int(p.get('min_write_recency_for_promote', 0)),
+            min_flush_age_s=int(p.get('cache_min_flush_age', 0)),
+            min_evict_age_s=int(p.get('cache_min_evict_age', 0)),
+            last_change=int(p.get('last_change', 0)),
+        )
+    return tiers
+
+
+def pool_ids_by_name(osd_map: Mapping[str, Any]) -> Dict[str, int]:
+    return {str(p['pool_name']): int(p['pool']) for p in osd_map.get('pools', [])}
