@@ -20,14 +20,20 @@ from .sampling import agent_levels, take_samples
 from .topology import CacheTier, cache_tiers, is_cache_pool
 
 
+OPTIONS = [
+    Option('sleep_interval', type='secs', default=30, min=1, runtime=True,
+           desc='how often to sample the cache pools'),
+    Option('history_size', type='uint', default=120, min=2, max=100000, runtime=True,
+           desc='samples kept per cache pool'),
+]
+# Only ours: the mgr appends its logging options to MODULE_OPTIONS, and
+# mgr_module keeps their current values as its own state.
+OPTION_NAMES = tuple(o['name'] for o in OPTIONS)
+
+
 class Module(MgrModule):
     NOTIFY_TYPES = [NotifyType.osd_map]
-    MODULE_OPTIONS = [
-        Option('sleep_interval', type='secs', default=30, min=1, runtime=True,
-               desc='how often to sample the cache pools'),
-        Option('history_size', type='uint', default=120, min=2, max=100000, runtime=True,
-               desc='samples kept per cache pool'),
-    ]
+    MODULE_OPTIONS = list(OPTIONS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -47,8 +53,8 @@ class Module(MgrModule):
         self._book = HistoryBook(self.history_size)
 
     def config_notify(self) -> None:
-        for opt in self.MODULE_OPTIONS:
-            setattr(self, opt['name'], self.get_module_option(opt['name']))
+        for name in OPTION_NAMES:
+            setattr(self, name, self.get_module_option(name))
         with self._lock:
             if self._book.size != int(self.history_size):
                 self._book.resize(int(self.history_size))
@@ -76,13 +82,16 @@ class Module(MgrModule):
         self._wake.set()
         super().shutdown()
 
-    def tick(self) -> None:
+    def tick(self, mono: Optional[float] = None, wall: Optional[float] = None) -> None:
+        """One sampling pass. mono/wall default to now (tests replay recorded times)."""
         if self._osdmap_changed.is_set():
             self._osdmap_changed.clear()
             tiers = cache_tiers(self.get('osd_map'))
         else:
             tiers = self._tiers
-        samples = take_samples(self.get, tiers, time.monotonic(), time.time())
+        samples = take_samples(self.get, tiers,
+                               time.monotonic() if mono is None else mono,
+                               time.time() if wall is None else wall)
         dirty = {pid: agent_levels(tiers[pid], s.counters).dirty_bytes
                  for pid, s in samples.items()}
         with self._lock:

@@ -1,0 +1,153 @@
+"""The mgr glue, on the real Module class with recorded mgr data (the C++
+side of ceph-mgr is a stub: see conftest)."""
+
+import copy
+import errno
+import json
+
+from mgr_module import NotifyType
+
+from conftest import samples_by_phase
+from tiertune.report import COLUMNS
+from tiertune.sampling import TICK_SOURCES
+
+O_PG_SOURCES = {'pg_dump', 'pg_stats', 'pg_summary', 'pg_ready'}
+
+
+def run_ticks(make_module, recs):
+    m, get = make_module(recs[0]['inputs'])
+    for rec in recs:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    return m, get
+
+
+def test_tick_never_asks_for_per_pg_data(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'])
+    assert get.asked, 'the tick read nothing'
+    assert set(get.asked) <= set(TICK_SOURCES)
+    assert not O_PG_SOURCES & set(get.asked)
+
+
+def test_osd_map_is_read_again_only_after_a_notification(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:3])
+    assert get.asked.count('osd_map') == 1
+    assert get.asked.count('pool_stats') == 3
+    m.notify(NotifyType.osd_map, '')
+    m.tick()
+    assert get.asked.count('osd_map') == 2
+    m.notify(NotifyType.pg_summary, '')   # not ours to care about
+    m.tick()
+    assert get.asked.count('osd_map') == 2
+
+
+def test_status_json_has_every_field(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'])
+    r = m._cmd_status(format='json')
+    assert r.retval == 0
+    (row,) = json.loads(r.stdout)['pools']
+    spec = burst['spec']
+    assert row['pool'] == spec['cache_pool'] and row['base_pool'] == spec['base_pool']
+    assert row['cache_mode'] == 'writeback'
+    assert row['target_max_bytes'] == spec['target_max_bytes']
+    assert row['ratios'] == {'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8}
+    assert 0 < row['dirty'] < row['fill'] < 1
+    assert row['bytes']['dirty'] > 0 and row['objects']['dirty'] > 0
+    assert set(row['rates']) >= {'flush_bytes_sec', 'evict_bytes_sec', 'promote_ops_sec',
+                                 'read_bytes_sec', 'write_bytes_sec', 'read_ops_sec',
+                                 'write_ops_sec'}
+    assert set(row['agent_pgs']) == {'pg_num', 'flush_high', 'flush_low', 'evict_some',
+                                     'evict_full'}
+    assert row['hit_set']['type'] == 'bloom'
+    assert row['hit_set']['period_s'] == spec['hit_set_period']
+    assert row['promote'] == {'min_read_recency': spec['min_read_recency_for_promote'],
+                              'min_write_recency': spec['min_write_recency_for_promote']}
+    assert row['samples'] == len(burst['samples'])
+    assert row['sample_age_s'] is not None and row['sample_age_s'] >= 0
+
+
+def test_status_before_the_first_tick_shows_settings_without_levels(burst, make_module):
+    m, get = make_module(burst['samples'][0]['inputs'])
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['samples'] == 0 and row['fill'] is None and row['rates'] is None
+    assert row['ratios']['dirty'] == 0.4
+
+
+def test_status_plain_is_an_aligned_table(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'])
+    out = m._cmd_status().stdout
+    header, row = out.rstrip('\n').split('\n')
+    assert header.split('  ')[0] == 'POOL'
+    for col in COLUMNS:
+        assert col in header
+    # each column starts at the same offset in the header and the row
+    assert row.startswith(burst['spec']['cache_pool'])
+    assert row.index(burst['spec']['base_pool']) == header.index('BASE')
+    assert row.index('writeback') == header.index('MODE')
+
+
+def test_status_of_one_pool(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'])
+    r = m._cmd_status(pool=burst['spec']['cache_pool'], format='json-pretty')
+    assert r.retval == 0
+    assert [p['pool'] for p in json.loads(r.stdout)['pools']] == [burst['spec']['cache_pool']]
+
+
+def test_unknown_pool_is_enoent_naming_it(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:1])
+    r = m._cmd_status(pool='nosuchpool')
+    assert r.retval == -errno.ENOENT and 'nosuchpool' in r.stderr
+
+
+def test_pool_that_is_not_a_cache_tier_is_einval(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:1])
+    r = m._cmd_status(pool=burst['spec']['base_pool'])
+    assert r.retval == -errno.EINVAL and 'not a cache tier' in r.stderr
+
+
+def test_bad_format_is_einval(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:1])
+    assert m._cmd_status(format='xml').retval == -errno.EINVAL
+
+
+def test_no_cache_pools(burst, make_module):
+    inputs = copy.deepcopy(burst['samples'][0]['inputs'])
+    inputs['osd_map']['pools'] = [p for p in inputs['osd_map']['pools'] if p['tier_of'] < 0]
+    m, get = make_module(inputs)
+    m.tick()
+    r = m._cmd_status()
+    assert (r.retval, r.stdout) == (0, 'no cache tier pools\n')
+    assert json.loads(m._cmd_status(format='json').stdout) == {'pools': []}
+    assert get.asked.count('pool_stats') == 0   # nothing to sample
+
+
+def test_a_failing_tick_does_not_end_serve(burst, make_module):
+    m, get = make_module(burst['samples'][0]['inputs'])
+    calls = []
+
+    def bad_tick():
+        calls.append(1)
+        if len(calls) >= 2:
+            m._shutdown.set()
+        raise RuntimeError('boom')
+    m.tick = bad_tick
+    m.sleep_interval = 0
+    m._ceph_get_module_option = lambda *a: 0 if a[1] == 'sleep_interval' else None
+    m.serve()
+    assert len(calls) == 2
+
+
+def test_history_size_option_resizes(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'])
+    m._ceph_get_module_option = lambda mod, key, *a: 3 if key == 'history_size' else None
+    m.config_notify()
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['samples'] == 3
+
+
+def test_dump_inputs_is_the_raw_tick_data(burst, make_module):
+    rec = samples_by_phase(burst, 'drain')[-1]
+    m, get = make_module(rec['inputs'])
+    out = json.loads(m._cmd_dump_inputs().stdout)
+    assert out['pool_stats'] == rec['inputs']['pool_stats']
+    assert out['osd_map']['pools'] == rec['inputs']['osd_map']['pools']

@@ -1,0 +1,124 @@
+import dataclasses
+
+import pytest
+
+from tiertune.rates import MIN_RATE_INTERVAL_S, HistoryBook, PoolHistory, derive_rates
+from tiertune.sampling import PoolCounters, PoolSample, agent_levels, take_samples
+from tiertune.topology import cache_tiers
+
+from conftest import RecordingGetter
+
+
+def real_samples(burst):
+    """(tier, [PoolSample...]) with the monotonic times they were recorded at."""
+    tiers = cache_tiers(burst['samples'][0]['inputs']['osd_map'])
+    (pid,) = tiers
+    out = []
+    for rec in burst['samples']:
+        s = take_samples(RecordingGetter(rec['inputs']), tiers, rec['mono'], rec['wall'])
+        out.append(s[pid])
+    return tiers[pid], out
+
+
+def test_first_sample_has_no_rates(burst):
+    _, samples = real_samples(burst)
+    h = PoolHistory(10)
+    assert h.add(samples[0], 0).rates is None
+    assert h.latest_rates() is None
+
+
+def test_rates_over_a_real_burst(burst):
+    tier, samples = real_samples(burst)
+    h = PoolHistory(100)
+    for s in samples:
+        h.add(s, agent_levels(tier, s.counters).dirty_bytes)
+    entries = list(h.entries)
+    assert len(entries) == len(samples)
+    rates = [e.rates for e in entries[1:]]
+    assert all(r is not None for r in rates)
+    assert max(r.promote_ops_sec for r in rates) > 0
+    assert max(r.write_bytes_sec for r in rates) > 0
+    assert max(r.flush_bytes_sec for r in rates) > 0
+    assert max(r.dirty_bytes_growth_sec for r in rates) > 0
+    assert min(r.dirty_bytes_growth_sec for r in rates) < 0   # the drain
+    for prev, cur in zip(entries, entries[1:]):
+        dt = cur.sample.mono - prev.sample.mono
+        dk = cur.sample.counters.num_flush_kb - prev.sample.counters.num_flush_kb
+        assert cur.rates.flush_bytes_sec == pytest.approx(dk * 1024 / dt)
+        assert cur.rates.interval_s == pytest.approx(dt)
+
+
+def test_counter_reset_gives_no_rate(burst):
+    _, samples = real_samples(burst)
+    late, early = samples[-1], samples[0]
+    reset = dataclasses.replace(early, mono=late.mono + 30)
+    assert derive_rates(late, reset) is None
+    h = PoolHistory(10)
+    h.add(late, 0)
+    assert h.add(reset, 0).rates is None
+    # and the next interval is measured from the reset sample
+    after = dataclasses.replace(late, mono=reset.mono + 30)
+    assert h.add(after, 0).rates is not None
+
+
+def test_short_interval_gives_no_rate(burst):
+    _, samples = real_samples(burst)
+    a = samples[0]
+    b = dataclasses.replace(samples[-1], mono=a.mono + MIN_RATE_INTERVAL_S / 2)
+    assert derive_rates(a, b) is None
+
+
+def test_sample_not_newer_than_last_is_dropped(burst):
+    _, samples = real_samples(burst)
+    h = PoolHistory(10)
+    h.add(samples[3], 0)
+    stale = dataclasses.replace(samples[5], mono=samples[3].mono - 5)
+    kept = h.add(stale, 0)
+    assert kept.sample is samples[3]
+    assert len(h) == 1
+
+
+def test_history_is_bounded_and_resizable(burst):
+    _, samples = real_samples(burst)
+    h = PoolHistory(4)
+    for s in samples:
+        h.add(s, 0)
+    assert len(h) == 4
+    assert h.latest.sample is samples[-1]
+    h.resize(2)
+    assert len(h) == 2 and h.latest.sample is samples[-1]
+
+
+def _sample(pid: int, mono: float, **counters: int) -> PoolSample:
+    return PoolSample(pool_id=pid, mono=mono, wall=mono, num_pg=8,
+                      counters=PoolCounters(**counters))
+
+
+def test_book_forgets_pools_that_vanish_and_starts_new_ones_afresh():
+    book = HistoryBook(10)
+    book.record({1: _sample(1, 0.0), 2: _sample(2, 0.0)}, {}, present=[1, 2])
+    book.record({1: _sample(1, 10.0, num_flush=10), 2: _sample(2, 10.0)}, {}, present=[1, 2])
+    assert book.get(1).latest_rates().flush_ops_sec == pytest.approx(1.0)
+    gone = book.record({2: _sample(2, 20.0)}, {}, present=[2])
+    assert gone == [1] and book.get(1) is None
+    # pool 1 comes back (cache mode set again): no rate across the gap
+    book.record({1: _sample(1, 30.0, num_flush=50), 2: _sample(2, 30.0)}, {}, present=[1, 2])
+    assert book.get(1).latest_rates() is None and len(book.get(1)) == 1
+    assert len(book.get(2)) == 4
+
+
+def test_book_keeps_a_present_pool_that_missed_one_sample():
+    book = HistoryBook(10)
+    book.record({1: _sample(1, 0.0)}, {}, present=[1])
+    book.record({}, {}, present=[1])   # not in pool_stats this tick
+    assert len(book.get(1)) == 1
+
+
+def test_book_resize_applies_to_every_pool():
+    book = HistoryBook(10)
+    for t in range(6):
+        book.record({1: _sample(1, t * 10.0), 2: _sample(2, t * 10.0)}, {}, present=[1, 2])
+    book.resize(3)
+    assert len(book.get(1)) == len(book.get(2)) == 3
+    book.record({1: _sample(1, 100.0)}, {}, present=[1, 2])
+    assert len(book.get(1)) == 3
