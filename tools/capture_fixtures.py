@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from localcluster import ClusterSpec, LocalCluster, MiB  # noqa: E402
+from localcluster import ClusterSpec, LocalCluster, MiB
 
 REPO = Path(__file__).resolve().parents[1]
 BURST = REPO / 'qa' / 'workunits' / 'tiertune' / 'overwrite_burst.sh'

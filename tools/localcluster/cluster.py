@@ -110,7 +110,7 @@ class LocalCluster:
 
     def ceph(self, *args: str, check: bool = True, timeout: float = 60,
              input: Optional[str] = None) -> subprocess.CompletedProcess:
-        return self.run(['ceph', '--connect-timeout', str(int(timeout))] + list(args),
+        return self.run(['ceph', '--connect-timeout', str(int(timeout)), *args],
                         check=check, timeout=timeout + 5, input=input)
 
     def ceph_json(self, *args: str, timeout: float = 60) -> Any:
@@ -251,7 +251,7 @@ class LocalCluster:
             f'mon data = {d}/mon.$id',
             # Enabled in the first MgrMap: in Pacific every later
             # `mgr module enable` respawns the active mgr (about 12 s here).
-            f'mgr initial modules = {" ".join(("iostat",) + tuple(s.enable_modules))}',
+            f'mgr initial modules = {" ".join(("iostat", *s.enable_modules))}',
             f'mon cluster log file = {d}/log/cluster.log',
             'mon data avail warn = 1',
             'mon data avail crit = 0',
@@ -324,7 +324,7 @@ class LocalCluster:
     def _start_mgrs(self) -> None:
         for mgr in self._mgr_ids():
             self.start_mgr(mgr)
-        self.wait_for('an active mgr', self._mgr_available, 90)
+        self.wait_for('an active mgr', self._mgr_available, self.spec.mgr_timeout_s)
         self.log(f'mgr {"+".join(self._mgr_ids())} up (active: {self.active_mgr()})')
 
     def _mgr_available(self) -> bool:
@@ -392,7 +392,8 @@ class LocalCluster:
                           threads: int = 16) -> float:
         """MB/s (10^6) as rados bench reports it."""
         out = self.run(['rados', '-p', pool, 'bench', str(seconds), 'write', '-b', str(block),
-                        '-t', str(threads), '--no-cleanup', '--format', 'json'], timeout=seconds + 120).stdout
+                        '-t', str(threads), '--no-cleanup', '--format', 'json'],
+                       timeout=seconds + 120).stdout
         return float(json.loads(out[out.index('{'):])['bandwidth'])
 
     def _measure_tiers(self) -> None:
@@ -416,6 +417,8 @@ class LocalCluster:
 
     def _make_tier(self) -> None:
         s = self.spec
+        if not s.make_tier:
+            return
         base, cache = s.base_pool, s.cache_pool
         self.create_pool(base, s.base_pg_num, SLOW_RULE if s.slow_osds else FAST_RULE)
         self.create_pool(cache, s.cache_pg_num, FAST_RULE if s.fast_osds else SLOW_RULE)

@@ -17,7 +17,7 @@ def spawn(argv: List[str], log: Path, env: Optional[Dict[str, str]] = None,
     daemon later would miss nothing in v1, but would let start-up I/O escape).
     """
     if cgroup_procs is not None:
-        argv = ['/bin/sh', '-c', f'echo $$ > {cgroup_procs} && exec "$@"', 'sh'] + argv
+        argv = ['/bin/sh', '-c', f'echo $$ > {cgroup_procs} && exec "$@"', 'sh', *argv]
     with open(log, 'ab') as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env,

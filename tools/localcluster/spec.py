@@ -48,6 +48,13 @@ class ClusterSpec:
     promote_max_bytes_sec: int = 1024 * MiB
     promote_max_objects_sec: int = 10000
 
+    # Build the base pool and its writeback cache overlay (off: a bare cluster).
+    make_tier: bool = True
+
+    # How long the mgr may take to become available: a module that hangs the
+    # mgr at load (scipy.optimize in a sub-interpreter does) fails start here.
+    mgr_timeout_s: int = 90
+
     # Start-up measurement of both tiers with rados bench (seconds each; 0 skips).
     bench_seconds: int = 3
 

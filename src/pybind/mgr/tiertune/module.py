@@ -19,7 +19,6 @@ from .report import format_table, status_row
 from .sampling import agent_levels, take_samples
 from .topology import CacheTier, cache_tiers, is_cache_pool
 
-
 OPTIONS = [
     Option('sleep_interval', type='secs', default=30, min=1, runtime=True,
            desc='how often to sample the cache pools'),

@@ -151,3 +151,17 @@ def test_dump_inputs_is_the_raw_tick_data(burst, make_module):
     out = json.loads(m._cmd_dump_inputs().stdout)
     assert out['pool_stats'] == rec['inputs']['pool_stats']
     assert out['osd_map']['pools'] == rec['inputs']['osd_map']['pools']
+
+
+def test_commands_parse_as_pacific_declares_them():
+    # The 16.2.15 CLI decorator turns annotations into argument descriptors;
+    # an annotation it does not know (e.g. `str | None`) makes the mgr refuse
+    # the whole module at enable time ("cannot run on the active manager").
+    from mgr_module import CLICommand
+    cmds = {k: v for k, v in CLICommand.COMMANDS.items() if k.startswith('tiertune ')}
+    assert cmds['tiertune status'].args == \
+        'name=pool,req=false,type=CephString name=format,req=false,type=CephString'
+    assert cmds['tiertune status'].perm == 'r'
+    for cmd in cmds.values():
+        assert 'type=' in cmd.args or not cmd.args
+        cmd.dump_cmd()

@@ -1,12 +1,12 @@
 import dataclasses
+import itertools
 
 import pytest
 
+from conftest import RecordingGetter
 from tiertune.rates import MIN_RATE_INTERVAL_S, HistoryBook, PoolHistory, derive_rates
 from tiertune.sampling import PoolCounters, PoolSample, agent_levels, take_samples
 from tiertune.topology import cache_tiers
-
-from conftest import RecordingGetter
 
 
 def real_samples(burst):
@@ -41,7 +41,7 @@ def test_rates_over_a_real_burst(burst):
     assert max(r.flush_bytes_sec for r in rates) > 0
     assert max(r.dirty_bytes_growth_sec for r in rates) > 0
     assert min(r.dirty_bytes_growth_sec for r in rates) < 0   # the drain
-    for prev, cur in zip(entries, entries[1:]):
+    for prev, cur in itertools.pairwise(entries):
         dt = cur.sample.mono - prev.sample.mono
         dk = cur.sample.counters.num_flush_kb - prev.sample.counters.num_flush_kb
         assert cur.rates.flush_bytes_sec == pytest.approx(dk * 1024 / dt)

@@ -4,8 +4,13 @@ import dataclasses
 import pytest
 
 from conftest import RecordingGetter, samples_by_phase
-from tiertune.sampling import (STORE_OVERHEAD_BYTES_PER_OBJECT, TICK_SOURCES, PoolCounters,
-                               agent_levels, take_samples)
+from tiertune.sampling import (
+    STORE_OVERHEAD_BYTES_PER_OBJECT,
+    TICK_SOURCES,
+    PoolCounters,
+    agent_levels,
+    take_samples,
+)
 from tiertune.topology import cache_tiers
 
 

@@ -1,0 +1,51 @@
+# tiertune: entry points.  Run as root on Debian bookworm (Ceph 16.2.15 from Debian).
+#   make check      install test deps, lint, unit tests, real-cluster tests
+#   make demo       start a local cluster with a cache tier, show tiertune on a burst
+#   make demo-stop  stop the demo cluster
+
+SHELL := /bin/bash
+# The Ceph Python bindings are Debian packages for Debian's interpreter: use it,
+# not whichever python3 comes first on PATH.
+PYTHON := /usr/bin/python3
+DEMO_DIR ?= /tmp/tiertune-demo
+LINT_VENV := .venv-lint
+PYTEST_ARGS ?=
+
+DEB_RUNTIME := ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-numpy fio
+DEB_TEST := python3-pytest python3-pytest-timeout python3-hypothesis python3-scipy python3-venv
+
+.PHONY: check deps deps-test lint unit standalone demo demo-stop clean
+
+check: deps-test lint unit standalone
+
+deps:
+	@tools/install-debs.sh $(DEB_RUNTIME)
+
+deps-test:
+	@tools/install-debs.sh $(DEB_RUNTIME) $(DEB_TEST)
+
+$(LINT_VENV)/.ok: requirements-lint.txt
+	$(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/pip install -q -r requirements-lint.txt
+	touch $@
+
+lint: $(LINT_VENV)/.ok
+	$(LINT_VENV)/bin/ruff check src/pybind/mgr/tiertune tools qa/standalone/tiertune
+	MYPYPATH=/usr/share/ceph/mgr $(LINT_VENV)/bin/mypy --config-file mypy.ini \
+	    src/pybind/mgr/tiertune
+	$(LINT_VENV)/bin/mypy --config-file mypy.ini tools/localcluster tools/capture_fixtures.py
+
+unit:
+	cd src/pybind/mgr/tiertune && $(PYTHON) -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
+
+standalone:
+	$(PYTHON) -m pytest -q -p no:cacheprovider qa/standalone/tiertune $(PYTEST_ARGS)
+
+demo: deps
+	@tools/demo.sh $(DEMO_DIR)
+
+demo-stop:
+	@cd tools && $(PYTHON) -m localcluster stop --dir $(DEMO_DIR)
+
+clean:
+	rm -rf $(LINT_VENV) build .mypy_cache .ruff_cache

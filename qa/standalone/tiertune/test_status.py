@@ -1,0 +1,88 @@
+"""`ceph tiertune status` on a real cluster with a real writeback tier."""
+
+import errno
+import json
+import subprocess
+
+from conftest import WORKUNITS, cache_row, status, wait_row
+
+
+def test_status_json_describes_the_cache_pool(cluster):
+    row = wait_row(cluster, 'a first sample', lambda r: r['samples'] >= 1)
+    s = cluster.spec
+    assert row['base_pool'] == s.base_pool
+    assert row['cache_mode'] == 'writeback'
+    assert row['target_max_bytes'] == s.target_max_bytes
+    assert row['pg_num'] == s.cache_pg_num
+    assert row['ratios'] == {'dirty': s.dirty_ratio, 'dirty_high': s.dirty_high_ratio,
+                             'full': s.full_ratio}
+    assert row['hit_set'] == {**row['hit_set'], 'type': 'bloom', 'count': s.hit_set_count,
+                              'period_s': s.hit_set_period}
+    assert row['promote'] == {'min_read_recency': s.min_read_recency_for_promote,
+                              'min_write_recency': s.min_write_recency_for_promote}
+    assert row['agent_pgs']['pg_num'] == s.cache_pg_num
+    assert 0 <= row['sample_age_s'] < 30
+    for key in ('fill', 'dirty', 'bytes', 'objects', 'counters'):
+        assert row[key] is not None, key
+
+
+def test_status_follows_an_overwrite_burst(cluster):
+    before = wait_row(cluster, 'rates', lambda r: r['rates'] is not None)
+    burst = subprocess.run([str(WORKUNITS / 'overwrite_burst.sh'), cluster.spec.base_pool,
+                            '160', str(1 << 20), '16', 'status-test'],
+                           env=cluster.env, capture_output=True, text=True, timeout=600)
+    assert burst.returncode == 0, burst.stderr
+    # Dirty data grows from the overwrites ...
+    wait_row(cluster, 'dirty bytes to grow',
+             lambda r: r['bytes']['dirty'] > before['bytes']['dirty'] + (32 << 20))
+    # ... past the dirty ratio in some PGs, so the agent flushes: a flush
+    # rate shows up in status.
+    flushing = wait_row(cluster, 'a flush rate',
+                        lambda r: (r['rates'] or {}).get('flush_bytes_sec', 0) > 0)
+    assert flushing['counters']['num_flush'] > before['counters']['num_flush']
+    assert flushing['counters']['num_promote'] > before['counters']['num_promote']
+    assert flushing['fill'] > before['fill']
+
+
+def test_plain_status_is_a_table(cluster):
+    out = cluster.ceph('tiertune', 'status').stdout.splitlines()
+    assert out[0].split()[:3] == ['POOL', 'BASE', 'MODE']
+    assert out[1].split()[:3] == [cluster.spec.cache_pool, cluster.spec.base_pool, 'writeback']
+
+
+def test_status_of_one_pool(cluster):
+    rows = status(cluster, cluster.spec.cache_pool)['pools']
+    assert [r['pool'] for r in rows] == [cluster.spec.cache_pool]
+
+
+def _rc(p):
+    return p.returncode
+
+
+def test_unknown_pool_is_enoent(cluster):
+    p = cluster.ceph('tiertune', 'status', 'no-such-pool', check=False)
+    assert _rc(p) == errno.ENOENT
+    assert "'no-such-pool' does not exist" in p.stderr
+
+
+def test_base_pool_is_not_a_cache_tier(cluster):
+    p = cluster.ceph('tiertune', 'status', cluster.spec.base_pool, check=False)
+    assert _rc(p) == errno.EINVAL
+    assert 'not a cache tier' in p.stderr
+
+
+def test_bad_format_is_einval(cluster):
+    p = cluster.ceph('tiertune', 'status', '--format', 'xml', check=False)
+    assert _rc(p) == errno.EINVAL
+
+
+def test_dump_inputs_is_json(cluster):
+    out = json.loads(cluster.ceph('tiertune', 'dump-inputs').stdout)
+    names = {p['pool_name'] for p in out['osd_map']['pools']}
+    assert names == {cluster.spec.cache_pool, cluster.spec.base_pool}
+    assert len(out['pool_stats']['pool_stats']) == 2
+
+
+def test_sample_age_stays_fresh(cluster):
+    row = cache_row(cluster)
+    assert row['sample_age_s'] is not None and row['sample_age_s'] < 20
