@@ -31,19 +31,23 @@ def test_promote_settings_are_logged(cluster):
 def test_enable_and_disable_with_the_real_cli(cluster):
     ls = cluster.ceph_json('mgr', 'module', 'ls')
     assert 'tiertune' in ls['enabled_modules']
-    cluster.ceph('mgr', 'module', 'disable', 'tiertune')
-    cluster.wait_for('tiertune commands to go away',
-                     lambda: cluster.ceph('tiertune', 'status', check=False,
-                                          timeout=10).returncode == errno.EINVAL, 60)
-    # In Pacific an enable respawns the mgr; the module must answer again in time.
-    cluster.enable_module('tiertune', timeout=90)
+    try:
+        cluster.ceph('mgr', 'module', 'disable', 'tiertune')
+        cluster.wait_for('tiertune commands to go away',
+                         lambda: cluster.ceph('tiertune', 'status', check=False,
+                                              timeout=10).returncode == errno.EOPNOTSUPP, 60)
+    finally:
+        # In Pacific an enable respawns the mgr; the module must answer again in time.
+        cluster.enable_module('tiertune', timeout=90)
     assert 'tiertune' in cluster.ceph_json('mgr', 'module', 'ls')['enabled_modules']
     assert status(cluster)['pools'][0]['pool'] == cluster.spec.cache_pool
 
 
 def test_mgr_writes_no_byte_code_into_the_distro_folder(cluster):
+    # The module folder links into /usr/share/ceph/mgr; byte code written
+    # through those links would land in a dpkg-owned folder.
+    cluster.ceph('tiertune', 'status')
     assert not list(DISTRO_MGR_DIR.rglob('__pycache__'))
-    assert list((cluster.dir / 'pycache').rglob('*.pyc'))
 
 
 def test_no_cache_pools_on_a_second_cluster_side_by_side(cluster):
@@ -66,6 +70,7 @@ def test_no_cache_pools_on_a_second_cluster_side_by_side(cluster):
         assert Path(f'/proc/{pid}').exists(), 'stopping one cluster killed a daemon of another'
 
 
+# ceph-mgr loads a folder as a module only if it holds module.py.
 HANG_CANARY = '''
 # A mgr module that imports scipy.optimize: in a sub-interpreter this hangs
 # ceph-mgr at load (scipy.spatial._distance_pybind calls PyGILState_Ensure).
@@ -83,7 +88,8 @@ def test_a_module_that_hangs_the_mgr_fails_start_in_time(tmp_path):
     assert Path('/usr/lib/python3/dist-packages/scipy').is_dir(), 'python3-scipy is required'
     canary = tmp_path / 'hangcanary'
     canary.mkdir()
-    (canary / '__init__.py').write_text(HANG_CANARY)
+    (canary / 'module.py').write_text(HANG_CANARY)
+    (canary / '__init__.py').write_text('from .module import Module  # noqa: F401\n')
     timeout = 45
     c = LocalCluster(cluster_dir('hang'), ClusterSpec(fast_osds=0, slow_osds=0, make_tier=False,
                                                       bench_seconds=0, mgr_timeout_s=timeout,
