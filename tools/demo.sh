@@ -32,7 +32,7 @@ wait "$burst"
 for _ in $(seq 1 20); do
     sleep 3
     dirty=$(ceph tiertune status -f json | $py -c \
-        'import json,sys; print(json.load(sys.stdin)["pools"][0]["bytes"]["dirty"])')
+        'import json,sys; print((json.load(sys.stdin)["pools"][0]["bytes"] or {}).get("dirty", 0))')
     [ "$dirty" -gt 0 ] && break
 done
 status

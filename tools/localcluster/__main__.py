@@ -1,4 +1,4 @@
-"""python3 -m localcluster start|stop|status --dir DIR [KEY=VALUE ...]"""
+"""python3 -m localcluster start|stop|info|params --dir DIR [KEY=VALUE ...]"""
 
 import argparse
 import json

@@ -65,6 +65,7 @@ class Module(MgrModule):
 
     def serve(self) -> None:
         self.config_notify()
+        self._wake.clear()   # config_notify wakes the loop; nothing to wake yet
         self.log.info('tiertune starting: sampling every %ss', self.sleep_interval)
         while not self._shutdown.is_set():
             try:
@@ -99,18 +100,21 @@ class Module(MgrModule):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
 
     # ----- commands -----------------------------------------------------------
-    def _resolve_pool(self, pool: str) -> 'tuple[Optional[Dict[str, Any]], HandleCommandResult]':
-        for p in self.get('osd_map').get('pools', []):
+    @staticmethod
+    def _check_pool(osd_map: Dict[str, Any], pool: str) -> Optional[HandleCommandResult]:
+        """An error result if pool is not an existing cache pool, else None."""
+        for p in osd_map.get('pools', []):
             if p['pool_name'] == pool:
                 if not is_cache_pool(p):
-                    return None, HandleCommandResult(
+                    return HandleCommandResult(
                         -errno.EINVAL, '',
                         f"pool '{pool}' is not a cache tier (no tier_of/cache_mode set)")
-                return p, HandleCommandResult(0, '', '')
-        return None, HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+                return None
+        return HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
 
-    def status_rows(self, pool: Optional[str] = None) -> List[Dict[str, Any]]:
-        tiers = cache_tiers(self.get('osd_map'))
+    def status_rows(self, osd_map: Dict[str, Any],
+                    pool: Optional[str] = None) -> List[Dict[str, Any]]:
+        tiers = cache_tiers(osd_map)
         now = time.monotonic()
         with self._lock:
             return [status_row(t, self._book.get(pid), now)
@@ -124,11 +128,12 @@ class Module(MgrModule):
         if format not in ('plain', 'json', 'json-pretty'):
             return HandleCommandResult(-errno.EINVAL, '',
                                        f"unknown format '{format}' (plain, json, json-pretty)")
+        osd_map = self.get('osd_map')
         if pool is not None:
-            _, err = self._resolve_pool(pool)
-            if err.retval:
+            err = self._check_pool(osd_map, pool)
+            if err:
                 return err
-        rows = self.status_rows(pool)
+        rows = self.status_rows(osd_map, pool)
         if format == 'json':
             return HandleCommandResult(0, json.dumps({'pools': rows}), '')
         if format == 'json-pretty':

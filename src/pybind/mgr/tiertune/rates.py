@@ -2,7 +2,7 @@
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Dict, Iterable, List, Mapping, Optional
+from typing import Deque, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .sampling import PoolSample
 
@@ -24,9 +24,38 @@ class Rates:
     write_bytes_sec: float
     write_ops_sec: float
     dirty_bytes_growth_sec: float
+    # Client IO the cache passed to the base pool rather than serving it (see
+    # proxied_totals).  None when the base pool was not sampled both times.
+    # The cache's and the base's OSDs report at different moments, so one
+    # interval can see a flush before the base write it caused (or the other
+    # way round): a value can be negative for an interval; sums are exact.
+    proxied_read_bytes_sec: Optional[float] = None
+    proxied_read_ops_sec: Optional[float] = None
+    proxied_write_bytes_sec: Optional[float] = None
+    proxied_write_ops_sec: Optional[float] = None
 
-    def as_dict(self) -> Dict[str, float]:
-        return {k: round(v, 3) for k, v in self.__dict__.items()}
+    def as_dict(self) -> Dict[str, Optional[float]]:
+        return {k: None if v is None else round(v, 3) for k, v in self.__dict__.items()}
+
+
+ProxiedTotals = Tuple[float, float, float, float]   # read kb, reads, write kb, writes
+
+
+def proxied_totals(s: PoolSample) -> Optional[ProxiedTotals]:
+    """Cumulative client IO the cache proxied to the base: the base pool's
+    counters less the agent's flushes and the promotions' copy-get reads
+    (which count as reads but add no read kb)."""
+    if s.base is None:
+        return None
+    b, c = s.base, s.counters
+    return (float(b.num_read_kb), float(b.num_read - c.num_promote),
+            float(b.num_write_kb - c.num_flush_kb), float(b.num_write - c.num_flush))
+
+
+def _base_reset(prev: PoolSample, cur: PoolSample) -> bool:
+    assert prev.base is not None and cur.base is not None
+    return any(getattr(cur.base, f) < getattr(prev.base, f)
+               for f in ('num_read', 'num_read_kb', 'num_write', 'num_write_kb'))
 
 
 def derive_rates(prev: PoolSample, cur: PoolSample,
@@ -57,7 +86,17 @@ def derive_rates(prev: PoolSample, cur: PoolSample,
     if any(v is None for v in values.values()):
         return None
     return Rates(interval_s=dt, dirty_bytes_growth_sec=(cur_dirty_bytes - prev_dirty_bytes) / dt,
-                 **{k: float(v or 0.0) for k, v in values.items()})
+                 **{k: float(v or 0.0) for k, v in values.items()},
+                 **_proxied_rates(prev, cur, dt))
+
+
+def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Dict[str, float]:
+    p, c = proxied_totals(prev), proxied_totals(cur)
+    if p is None or c is None or _base_reset(prev, cur):
+        return {}
+    d = [(b - a) / dt for a, b in zip(p, c, strict=True)]
+    return {'proxied_read_bytes_sec': d[0] * 1024, 'proxied_read_ops_sec': d[1],
+            'proxied_write_bytes_sec': d[2] * 1024, 'proxied_write_ops_sec': d[3]}
 
 
 @dataclass(frozen=True)

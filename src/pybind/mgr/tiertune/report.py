@@ -25,6 +25,7 @@ def status_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float) ->
         'min_evict_age_s': tier.min_evict_age_s,
         'samples': len(hist) if hist else 0,
         'sample_age_s': None,
+        'sample_time': None,
         'fill': None,
         'dirty': None,
         'objects': None,
@@ -83,8 +84,19 @@ def fmt_rate(v: Optional[float], unit: str = '/s') -> str:
 
 
 COLUMNS = ['POOL', 'BASE', 'MODE', 'TARGET', 'FILL', 'DIRTY', 'RATIOS D/H/F',
-           'FLUSH', 'EVICT', 'PROMOTE', 'CLIENT RD', 'CLIENT WR',
+           'FLUSH', 'EVICT', 'PROMOTE', 'RD CACHE/BASE', 'WR CACHE/BASE',
            'AGENT PGS HI/LO/SOME/FULL', 'HIT SET', 'AGE']
+
+
+def _cache_base(rates: Dict[str, Any], op: str) -> str:
+    """Client IO served by the cache / proxied to the base, per second."""
+    if not rates:
+        return '-'
+    cache = fmt_bytes(rates.get(f'{op}_bytes_sec'))
+    proxied = rates.get(f'proxied_{op}_bytes_sec')
+    # A negative interval value is reporting skew between OSDs (see Rates).
+    base = fmt_bytes(None if proxied is None else max(proxied, 0.0))
+    return f'{cache}/s / {base}/s' if proxied is not None else f'{cache}/s / -'
 
 
 def _table_cells(row: Dict[str, Any]) -> List[str]:
@@ -92,9 +104,12 @@ def _table_cells(row: Dict[str, Any]) -> List[str]:
     rates = row['rates'] or {}
     pgs = row['agent_pgs']
     hs = row['hit_set']
-    target = fmt_bytes(row['target_max_bytes']) if row['target_max_bytes'] else 'none'
+    targets = []
+    if row['target_max_bytes']:
+        targets.append(fmt_bytes(row['target_max_bytes']))
     if row['target_max_objects']:
-        target += f' / {row["target_max_objects"]} obj'
+        targets.append(f'{row["target_max_objects"]} obj')
+    target = ' / '.join(targets) or 'none'
     return [
         row['pool'], row['base_pool'], row['cache_mode'], target,
         fmt_pct(row['fill']), fmt_pct(row['dirty']),
@@ -102,8 +117,8 @@ def _table_cells(row: Dict[str, Any]) -> List[str]:
         fmt_bytes(rates.get('flush_bytes_sec')) + '/s' if rates else '-',
         fmt_bytes(rates.get('evict_bytes_sec')) + '/s' if rates else '-',
         fmt_rate(rates.get('promote_ops_sec'), ' op/s') if rates else '-',
-        fmt_bytes(rates.get('read_bytes_sec')) + '/s' if rates else '-',
-        fmt_bytes(rates.get('write_bytes_sec')) + '/s' if rates else '-',
+        _cache_base(rates, 'read'),
+        _cache_base(rates, 'write'),
         (f'{pgs["flush_high"]}/{pgs["flush_low"]}/{pgs["evict_some"]}/{pgs["evict_full"]}'
          f' of {pgs["pg_num"]}') if pgs else '-',
         f'{hs["type"]} {hs["count"]}x{hs["period_s"]}s',

@@ -15,8 +15,10 @@ Getter = Callable[[str], Any]
 # The mgr data the tick may read.  A unit test holds the module to this list.
 TICK_SOURCES = ('osd_map', 'pool_stats')
 
-# BlueStore's (and MemStore's) estimate_objects_overhead(): the agent adds it
-# to the user bytes before comparing with the PG's share of target_max_bytes.
+# BlueStore's estimate_objects_overhead(): the agent adds it to the user bytes
+# before comparing with the PG's share of target_max_bytes.  Production cache
+# pools run on BlueStore; MemStore (test clusters) estimates 0, so there the
+# figures here run high by 300 bytes per object.
 STORE_OVERHEAD_BYTES_PER_OBJECT = 300
 
 
@@ -59,6 +61,9 @@ class PoolSample:
     wall: float        # time.time() when taken: for display
     num_pg: int
     counters: PoolCounters
+    # The base pool's counters: client IO the cache proxied lands there (with
+    # the agent's flushes and the promotions' reads).  None if not reported.
+    base: Optional[PoolCounters] = None
 
 
 @dataclass(frozen=True)
@@ -118,10 +123,12 @@ def take_samples(get: Getter, tiers: Mapping[int, CacheTier], mono: float,
         return {}
     sums = stat_sums(get('pool_stats'))
     samples: Dict[int, PoolSample] = {}
-    for pid in tiers:
+    for pid, tier in tiers.items():
         if pid not in sums:
             continue
         num_pg, stat_sum = sums[pid]
+        base = sums.get(tier.base_pool_id)
         samples[pid] = PoolSample(pool_id=pid, mono=mono, wall=wall, num_pg=num_pg,
-                                  counters=PoolCounters.from_stat_sum(stat_sum))
+                                  counters=PoolCounters.from_stat_sum(stat_sum),
+                                  base=PoolCounters.from_stat_sum(base[1]) if base else None)
     return samples

@@ -55,7 +55,10 @@ def test_status_json_has_every_field(burst, make_module):
     assert row['bytes']['dirty'] > 0 and row['objects']['dirty'] > 0
     assert set(row['rates']) >= {'flush_bytes_sec', 'evict_bytes_sec', 'promote_ops_sec',
                                  'read_bytes_sec', 'write_bytes_sec', 'read_ops_sec',
-                                 'write_ops_sec'}
+                                 'write_ops_sec', 'proxied_read_bytes_sec',
+                                 'proxied_write_bytes_sec', 'proxied_read_ops_sec',
+                                 'proxied_write_ops_sec'}
+    assert row['rates']['proxied_write_bytes_sec'] is not None
     assert set(row['agent_pgs']) == {'pg_num', 'flush_high', 'flush_low', 'evict_some',
                                      'evict_full'}
     assert row['hit_set']['type'] == 'bloom'
