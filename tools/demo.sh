@@ -13,7 +13,7 @@ if [ -e "$dir/cluster.json" ]; then
     exit 1
 fi
 # 256 MiB target in 16 PGs: each PG's share is 16 MiB, its dirty threshold
-# (0.4) 6.4 MiB.  The burst overwrites 160 x 1 MiB objects, well past it.
+# (0.4) 6.4 MiB.  The burst overwrites 200 x 1 MiB objects, well past it.
 (cd "$here" && $py -m localcluster start --dir "$dir" target_max_bytes=268435456) >/dev/null
 export CEPH_CONF=$dir/ceph.conf
 ceph config set mgr mgr/tiertune/sleep_interval 3
@@ -21,7 +21,7 @@ ceph config set mgr mgr/tiertune/sleep_interval 3
 status() { echo "--- $(date +%T) ceph tiertune status"; ceph tiertune status; }
 
 status
-"$repo/qa/workunits/tiertune/overwrite_burst.sh" base 160 1048576 16 demo &
+"$repo/qa/workunits/tiertune/overwrite_burst.sh" base 200 1048576 16 demo &
 burst=$!
 while kill -0 "$burst" 2>/dev/null; do
     sleep 4

@@ -164,7 +164,8 @@ class LocalCluster:
         for dev in self.state.get('loops', []):
             slowdisk.detach_loop(dev)
         cg = self.state.get('cgroup')
-        slowdisk.remove_cgroup(Path(cg) if cg else None)
+        if not slowdisk.remove_cgroup(Path(cg) if cg else None):
+            self.log(f'cgroup {cg} still has tasks; left in place')
         self.state['pids'] = {}
         self.state['loops'] = []
         if keep_logs:
@@ -246,6 +247,11 @@ class LocalCluster:
             'mon max pg per osd = 1000',
             'osd crush chooseleaf type = 0',
             'mon_osd_down_out_interval = 0',
+            '',
+            '[client]',
+            # Clients run concurrently (a workload and `ceph` status polls):
+            # one socket path per process, not one per name.
+            f'admin socket = {d}/run/$name.$pid.asok',
             '',
             '[mon]',
             f'mon data = {d}/mon.$id',

@@ -64,13 +64,14 @@ def stop_pids(pids: List[int], marker: str, grace_s: float = 10.0) -> List[int]:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    # Wait until they are gone, not just dead: a zombie still holds its
+    # cgroup membership until init (daemons we started from a process that
+    # has since exited are init's children) reaps it.
+    deadline = time.monotonic() + grace_s
     for pid in live:
-        for _ in range(50):
+        while Path(f'/proc/{pid}').exists() and time.monotonic() < deadline:
             reap(pid)
-            if not is_ours(pid, marker) or _zombie(pid):
-                break
-            time.sleep(0.1)
-        reap(pid)
+            time.sleep(0.05)
     return live
 
 

@@ -9,6 +9,7 @@ promotion sends to the base tier.)
 
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -57,10 +58,17 @@ def throttle(group: Path, device: str, write_bps: int, read_bps: int,
             (group / f'blkio.throttle.{knob}').write_text(f'{dev} {value}\n')
 
 
-def remove_cgroup(group: Optional[Path]) -> None:
+def remove_cgroup(group: Optional[Path], timeout_s: float = 10.0) -> bool:
+    """Remove the group once its last task is gone. False if it never empties
+    (a daemon we could not stop): then it is left in place."""
     if group is None or not group.exists():
-        return
-    try:
-        group.rmdir()
-    except OSError:
-        pass  # still has tasks (a daemon we could not stop); leave it
+        return True
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            group.rmdir()
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
