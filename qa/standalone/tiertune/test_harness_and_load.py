@@ -3,6 +3,7 @@ measurably two-speed cluster and cleans up only what it started."""
 
 import errno
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -51,7 +52,9 @@ def test_mgr_writes_no_byte_code_into_the_distro_folder(cluster):
 
 
 def test_no_cache_pools_on_a_second_cluster_side_by_side(cluster):
-    bare = LocalCluster(cluster_dir('bare'), ClusterSpec(fast_osds=0, slow_osds=0,
+    # One slow OSD, so stopping this cluster also has a loop device and a
+    # blkio cgroup to clean up.
+    bare = LocalCluster(cluster_dir('bare'), ClusterSpec(fast_osds=0, slow_osds=1,
                                                          make_tier=False, bench_seconds=0))
     try:
         bare.start()
@@ -62,10 +65,14 @@ def test_no_cache_pools_on_a_second_cluster_side_by_side(cluster):
         assert status(cluster)['pools'], 'the first cluster must be unaffected'
     finally:
         bare_pids = list(bare.state['pids'].values())
+        loops, cgroup = list(bare.state['loops']), bare.state['cgroup']
         finish(bare)
+    assert len(bare_pids) == 3 and len(loops) == 1
     for pid in bare_pids:
-        assert not Path(f'/proc/{pid}').exists() or \
-            str(bare.dir) not in Path(f'/proc/{pid}/cmdline').read_text(errors='replace')
+        assert not Path(f'/proc/{pid}').exists(), f'pid {pid} outlived stop'
+    assert not Path(cgroup).exists(), 'blkio cgroup left behind'
+    attached = subprocess.run(['losetup', '-a'], capture_output=True, text=True).stdout
+    assert str(bare.dir) not in attached, 'loop device left attached'
     for pid in cluster.state['pids'].values():
         assert Path(f'/proc/{pid}').exists(), 'stopping one cluster killed a daemon of another'
 
