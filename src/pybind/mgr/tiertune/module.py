@@ -10,7 +10,7 @@ import errno
 import json
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from mgr_module import CLIReadCommand, HandleCommandResult, MgrModule, NotifyType, Option
 
@@ -125,33 +125,47 @@ class Module(MgrModule):
     def _cmd_status(self, pool: Optional[str] = None,
                     format: str = 'plain') -> HandleCommandResult:
         """Show each cache pool's tier settings, fill, dirty and agent rates"""
-        if format not in ('plain', 'json', 'json-pretty'):
-            return HandleCommandResult(-errno.EINVAL, '',
-                                       f"unknown format '{format}' (plain, json, json-pretty)")
+        bad = _bad_format(format, ('plain', 'json', 'json-pretty'))
+        if bad:
+            return bad
         osd_map = self.get('osd_map')
         if pool is not None:
             err = self._check_pool(osd_map, pool)
             if err:
                 return err
         rows = self.status_rows(osd_map, pool)
-        if format == 'json':
-            return HandleCommandResult(0, json.dumps({'pools': rows}), '')
-        if format == 'json-pretty':
-            return HandleCommandResult(0, json.dumps({'pools': rows}, indent=4, sort_keys=True), '')
+        if format != 'plain':
+            return HandleCommandResult(0, _to_json({'pools': rows}, format), '')
         if not rows:
             return HandleCommandResult(0, 'no cache tier pools\n', '')
         return HandleCommandResult(0, format_table(rows), '')
 
     @CLIReadCommand('tiertune dump-inputs')
-    def _cmd_dump_inputs(self) -> HandleCommandResult:
+    def _cmd_dump_inputs(self, format: str = 'json') -> HandleCommandResult:
         """Dump the raw mgr data a tick reads (cache pools and their base pools only)"""
+        bad = _bad_format(format, ('json', 'json-pretty'))
+        if bad:
+            return bad
         osd_map = self.get('osd_map')
         tiers = cache_tiers(osd_map)
         keep = set(tiers) | {t.base_pool_id for t in tiers.values()}
         pool_stats = self.get('pool_stats')
-        return HandleCommandResult(0, json.dumps({
+        return HandleCommandResult(0, _to_json({
             'osd_map': {'epoch': osd_map.get('epoch'),
                         'pools': [p for p in osd_map.get('pools', []) if int(p['pool']) in keep]},
             'pool_stats': {'pool_stats': [e for e in pool_stats.get('pool_stats', [])
                                           if int(e['poolid']) in keep]},
-        }), '')
+        }, format), '')
+
+
+def _bad_format(fmt: str, allowed: Tuple[str, ...]) -> Optional[HandleCommandResult]:
+    if fmt in allowed:
+        return None
+    return HandleCommandResult(-errno.EINVAL, '',
+                               f"unknown format '{fmt}' (one of: {', '.join(allowed)})")
+
+
+def _to_json(obj: Any, fmt: str) -> str:
+    if fmt == 'json-pretty':
+        return json.dumps(obj, indent=4, sort_keys=True)
+    return json.dumps(obj)

@@ -111,6 +111,9 @@ def test_pool_that_is_not_a_cache_tier_is_einval(burst, make_module):
 def test_bad_format_is_einval(burst, make_module):
     m, get = run_ticks(make_module, burst['samples'][:1])
     assert m._cmd_status(format='xml').retval == -errno.EINVAL
+    assert m._cmd_dump_inputs(format='plain').retval == -errno.EINVAL
+    pretty = m._cmd_dump_inputs(format='json-pretty').stdout
+    assert json.loads(pretty) == json.loads(m._cmd_dump_inputs().stdout) and '\n    ' in pretty
 
 
 def test_no_cache_pools(burst, make_module):
@@ -165,6 +168,7 @@ def test_commands_parse_as_pacific_declares_them():
     assert cmds['tiertune status'].args == \
         'name=pool,req=false,type=CephString name=format,req=false,type=CephString'
     assert cmds['tiertune status'].perm == 'r'
+    assert cmds['tiertune dump-inputs'].args == 'name=format,req=false,type=CephString'
     for cmd in cmds.values():
         assert 'type=' in cmd.args or not cmd.args
         cmd.dump_cmd()
