@@ -1,0 +1,113 @@
+"""What the operator allows: per-pool bounds on the three ratios, and knobs.
+
+Pure data and validation; the module persists them, the controller obeys them.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+# The OSD agent's hysteresis (osd_agent_slop): a ratio change smaller than
+# this moves no PG between modes, so the deadband must be wider.
+OSD_AGENT_SLOP = 0.02
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Inclusive ranges each ratio may take.  Defaults straddle Ceph's
+    0.4/0.6/0.8 and a common hand-tuned 0.3/0.4/0.7."""
+    dirty_ratio_min: float = 0.1
+    dirty_ratio_max: float = 0.6
+    dirty_high_ratio_min: float = 0.3
+    dirty_high_ratio_max: float = 0.8
+    full_ratio_min: float = 0.6
+    full_ratio_max: float = 0.9
+
+    def ranges(self) -> Tuple[Tuple[float, float], Tuple[float, float], Tuple[float, float]]:
+        return ((self.dirty_ratio_min, self.dirty_ratio_max),
+                (self.dirty_high_ratio_min, self.dirty_high_ratio_max),
+                (self.full_ratio_min, self.full_ratio_max))
+
+    def problem(self) -> Optional[str]:
+        """Why these bounds are unusable, or None.  Usable means: each range
+        inside 0..1 and not inverted, and some dirty <= dirty_high <= full
+        exists inside them (each ratio's minimum may not exceed a later
+        ratio's maximum)."""
+        names = ('dirty_ratio', 'dirty_high_ratio', 'full_ratio')
+        for name, (lo, hi) in zip(names, self.ranges(), strict=True):
+            for which, v in (('min', lo), ('max', hi)):
+                if not 0.0 <= v <= 1.0:
+                    return f'{name}_{which} {v} is outside 0..1'
+            if lo > hi:
+                return f'{name}_min {lo} is above {name}_max {hi}'
+        if self.dirty_ratio_min > self.dirty_high_ratio_max:
+            return (f'dirty_ratio_min {self.dirty_ratio_min} is above dirty_high_ratio_max '
+                    f'{self.dirty_high_ratio_max}: dirty <= dirty_high is impossible')
+        if self.dirty_high_ratio_min > self.full_ratio_max:
+            return (f'dirty_high_ratio_min {self.dirty_high_ratio_min} is above full_ratio_max '
+                    f'{self.full_ratio_max}: dirty_high <= full is impossible')
+        if self.dirty_ratio_min > self.full_ratio_max:
+            return (f'dirty_ratio_min {self.dirty_ratio_min} is above full_ratio_max '
+                    f'{self.full_ratio_max}: dirty <= full is impossible')
+        return None
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """How the controller moves, per pool."""
+    # Predicted time until the cache reaches 100% of its target (where the
+    # OSD blocks writes) below which dirty_high is lowered to flush hard.
+    horizon_s: float = 600.0
+    # At most one change per pool per interval.  The effective interval is
+    # never shorter than the pool's hit_set_period: every `osd pool set` on a
+    # cache pool resets each PG's in-memory hit set.
+    min_interval_s: float = 600.0
+    # Largest move of any one ratio in one change.
+    max_step: float = 0.1
+    # Changes smaller than this are not made (wider than OSD_AGENT_SLOP).
+    deadband: float = 0.05
+
+    def problem(self) -> Optional[str]:
+        if self.horizon_s <= 0:
+            return f'horizon_s {self.horizon_s} must be positive'
+        if self.min_interval_s < 0:
+            return f'min_interval_s {self.min_interval_s} must not be negative'
+        if not 0.0 < self.max_step <= 1.0:
+            return f'max_step {self.max_step} must be in (0, 1]'
+        if not OSD_AGENT_SLOP < self.deadband < 1.0:
+            return (f'deadband {self.deadband} must be wider than osd_agent_slop '
+                    f'({OSD_AGENT_SLOP}) and below 1')
+        if self.deadband > self.max_step:
+            return f'deadband {self.deadband} is above max_step {self.max_step}: no change fits'
+        return None
+
+
+BOUND_KEYS = tuple(f.name for f in dataclasses.fields(Bounds))
+KNOB_KEYS = tuple(f.name for f in dataclasses.fields(Knobs))
+
+
+def with_setting(bounds: Bounds, knobs: Knobs, key: str,
+                 value: float) -> Tuple[Bounds, Knobs, Optional[str]]:
+    """(bounds, knobs) with key set to value, and the reason it is refused
+    (unknown key, or a result that fails validation) or None.  Nothing is
+    changed when refused: the caller keeps its old pair."""
+    if key in BOUND_KEYS:
+        nb = dataclasses.replace(bounds, **{key: float(value)})
+        return nb, knobs, nb.problem()
+    if key in KNOB_KEYS:
+        nk = dataclasses.replace(knobs, **{key: float(value)})
+        return bounds, nk, nk.problem()
+    return bounds, knobs, (f"unknown key '{key}' (one of: "
+                           f"{', '.join(BOUND_KEYS + KNOB_KEYS)})")
+
+
+def bounds_from_dict(d: Mapping[str, Any]) -> Bounds:
+    return Bounds(**{k: float(v) for k, v in d.items() if k in BOUND_KEYS})
+
+
+def knobs_from_dict(d: Mapping[str, Any]) -> Knobs:
+    return Knobs(**{k: float(v) for k, v in d.items() if k in KNOB_KEYS})
+
+
+def as_dict(obj: Any) -> Dict[str, float]:
+    return dict(dataclasses.asdict(obj))
