@@ -272,8 +272,6 @@ class LocalCluster:
             'osd objectstore = memstore',
             f'memstore device bytes = {s.memstore_bytes}',
             'osd class update on start = false',
-            f'osd tier promote max bytes sec = {s.promote_max_bytes_sec}',
-            f'osd tier promote max objects sec = {s.promote_max_objects_sec}',
             'osd op queue = wpq',
         ]
         for i, osd in enumerate(o for o in self._osd_ids() if self._is_slow(o)):
@@ -306,6 +304,12 @@ class LocalCluster:
         self.wait_for('the monitor', lambda: self.ceph('mon', 'stat', check=False,
                                                        timeout=5).returncode == 0, 60)
         self.log(f'mon.a up on 127.0.0.1:{self.state["mon_port"]}')
+        # In the mon's config database, as an operator would set them, where
+        # the mgr (tiertune's promote-gate model) can read them back too.
+        self.ceph('config', 'set', 'osd', 'osd_tier_promote_max_bytes_sec',
+                  str(self.spec.promote_max_bytes_sec))
+        self.ceph('config', 'set', 'osd', 'osd_tier_promote_max_objects_sec',
+                  str(self.spec.promote_max_objects_sec))
 
     def _mgr_ids(self) -> List[str]:
         return ['x', 'y'] if self.spec.standby_mgr else ['x']

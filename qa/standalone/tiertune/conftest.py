@@ -48,8 +48,8 @@ def finish(c: LocalCluster) -> None:
 @pytest.fixture(scope='session')
 def cluster() -> Iterator[LocalCluster]:
     """2 fast + 2 slow OSDs, a 256 MiB writeback tier `cache` over `base`,
-    tiertune enabled and ticking every TICK_S seconds."""
-    spec = ClusterSpec(target_max_bytes=256 * MiB)
+    tiertune enabled and ticking every TICK_S seconds, a standby mgr."""
+    spec = ClusterSpec(target_max_bytes=256 * MiB, standby_mgr=True)
     c = LocalCluster(cluster_dir('main'), spec)
     try:
         c.start()

@@ -1,36 +1,42 @@
-"""tiertune: watch (and, later, tune) Ceph cache tiers from the mgr.
+"""tiertune: tune Ceph cache tiers' dirty, dirty-high and full ratios from the mgr.
 
-This file is the mgr glue only: options, the serve loop, commands.  What the
-data are and how they are derived lives beside it: topology (OSD map ->
-cache tiers), sampling (pool stats -> samples), rates (history -> rates),
-report (rows -> table/JSON).
+This file is the mgr glue: options, the serve loop, persistence, health.
+The data flow lives beside it, each step plain data in and out (as in
+Kubernetes' Vertical Pod Autoscaler): topology and sampling (input), rates
+and models (estimates), controller (recommendation), actuation and tuner
+(updater); commands and report are the operator's view.
 """
 
-import errno
 import json
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional
 
-from mgr_module import CLIReadCommand, HandleCommandResult, MgrModule, NotifyType, Option
+from mgr_module import MgrModule, MonCommandFailed, NotifyType, Option
 
+from . import models
+from .commands import Commands
+from .health import health_checks
 from .rates import HistoryBook
-from .report import format_table, status_row
 from .sampling import agent_levels, take_samples
-from .topology import CacheTier, cache_tiers, is_cache_pool
+from .state import Settings, history_from_json, history_to_json
+from .topology import CacheTier, cache_tiers, cluster_flags, up_osds
+from .tuner import Effects, Tuner
 
 OPTIONS = [
     Option('sleep_interval', type='secs', default=30, min=1, runtime=True,
-           desc='how often to sample the cache pools'),
+           desc='how often to sample the cache pools (and decide)'),
     Option('history_size', type='uint', default=120, min=2, max=100000, runtime=True,
            desc='samples kept per cache pool'),
 ]
 # Only ours: the mgr appends its logging options to MODULE_OPTIONS, and
 # mgr_module keeps their current values as its own state.
 OPTION_NAMES = tuple(o['name'] for o in OPTIONS)
+SETTINGS_KEY = 'state'
+HISTORY_PREFIX = 'history/'
 
 
-class Module(MgrModule):
+class Module(Commands, MgrModule):
     NOTIFY_TYPES = [NotifyType.osd_map]
     MODULE_OPTIONS = list(OPTIONS)
 
@@ -38,19 +44,26 @@ class Module(MgrModule):
         super().__init__(*args, **kwargs)
         self._shutdown = threading.Event()
         # Set to end the current wait early: on shutdown, and when options
-        # change (a shorter sleep_interval should not wait out the old one).
+        # or settings change (a shorter sleep_interval should not wait out
+        # the old one; a new mode should act on the next tick).
         self._wake = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.sleep_interval = 30
         self.history_size = 120
         self._tiers: Dict[int, CacheTier] = {}
+        self._flags: frozenset = frozenset()
+        self._limits = models.PromoteLimits()
         # Set when an osd_map notification arrives: the topology is re-read
         # on the next tick only then, since get('osd_map') is the costliest
         # call the tick makes.
         self._osdmap_changed = threading.Event()
         self._osdmap_changed.set()
         self._book = HistoryBook(self.history_size)
+        self._tuner = Tuner()
+        self._loaded = False
+        self._health: Dict[str, Any] = {}
 
+    # ----- options and persistence ------------------------------------------------
     def config_notify(self) -> None:
         for name in OPTION_NAMES:
             setattr(self, name, self.get_module_option(name))
@@ -59,6 +72,42 @@ class Module(MgrModule):
                 self._book.resize(int(self.history_size))
         self._wake.set()
 
+    def _load(self) -> None:
+        """Settings and decision history from the store (the mgr's local
+        copy: cheap).  Once, before the first tick or command needs them."""
+        with self._lock:
+            if self._loaded:
+                return
+            self._tuner.settings = Settings.from_json(self.get_store(SETTINGS_KEY))
+            for key, text in self.get_store_prefix(HISTORY_PREFIX).items():
+                pid = int(key[len(HISTORY_PREFIX):])
+                self._tuner.histories[pid] = history_from_json(text)
+            self._loaded = True
+
+    def _save_settings_locked(self) -> None:
+        self.set_store(SETTINGS_KEY, self._tuner.settings.to_json())
+
+    def _save_history(self, pool_id: int) -> None:
+        self.set_store(f'{HISTORY_PREFIX}{pool_id}',
+                       history_to_json(self._tuner.history(pool_id)))
+
+    def _pool_set(self, pool: str, var: str, val: str) -> Optional[str]:
+        try:
+            self.check_mon_command({'prefix': 'osd pool set', 'pool': pool, 'var': var,
+                                    'val': val})
+        except MonCommandFailed as e:
+            return str(e)
+        return None
+
+    def _audit(self, msg: str) -> None:
+        self.cluster_log('audit', self.ClusterLogPrio.INFO, msg)
+
+    def _effects(self) -> Effects:
+        return Effects(pool_set=self._pool_set, save_settings=self._save_settings_locked,
+                       save_history=self._save_history, audit=self._audit,
+                       log=self.log.info)
+
+    # ----- the loop --------------------------------------------------------------
     def notify(self, notify_type: NotifyType, notify_id: str) -> None:
         if notify_type == NotifyType.osd_map:
             self._osdmap_changed.set()
@@ -66,7 +115,8 @@ class Module(MgrModule):
     def serve(self) -> None:
         self.config_notify()
         self._wake.clear()   # config_notify wakes the loop; nothing to wake yet
-        self.log.info('tiertune starting: sampling every %ss', self.sleep_interval)
+        self._load()
+        self.log.info('tiertune starting: every %ss', self.sleep_interval)
         while not self._shutdown.is_set():
             try:
                 self.tick()
@@ -83,89 +133,51 @@ class Module(MgrModule):
         super().shutdown()
 
     def tick(self, mono: Optional[float] = None, wall: Optional[float] = None) -> None:
-        """One sampling pass. mono/wall default to now (tests replay recorded times)."""
+        """Sample, fit, decide, act. mono/wall default to now (tests replay recorded times)."""
+        self._load()
+        mono = time.monotonic() if mono is None else mono
+        wall = time.time() if wall is None else wall
         if self._osdmap_changed.is_set():
             self._osdmap_changed.clear()
-            tiers = cache_tiers(self.get('osd_map'))
+            osd_map = self.get('osd_map')
+            tiers = cache_tiers(osd_map)
+            self._flags = cluster_flags(osd_map)
+            self._limits = self._promote_limits(max(up_osds(osd_map), 1))
         else:
             tiers = self._tiers
-        samples = take_samples(self.get, tiers,
-                               time.monotonic() if mono is None else mono,
-                               time.time() if wall is None else wall)
+        samples = take_samples(self.get, tiers, mono, wall)
         dirty = {pid: agent_levels(tiers[pid], s.counters).dirty_bytes
                  for pid, s in samples.items()}
         with self._lock:
             self._tiers = tiers
             for pid in self._book.record(samples, dirty, tiers.keys()):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
+            active = {pid: t for pid, t in tiers.items()
+                      if self._tuner.settings.effective_mode(pid) != 'off'}
+            self._tuner.step(active, self._book, sorted(self._flags), self._limits,
+                             float(self.sleep_interval), self._effects(), mono, wall)
+            checks = health_checks(active, self._tuner.views, self._tuner.settings)
+        self._set_health(checks)
 
-    # ----- commands -----------------------------------------------------------
-    @staticmethod
-    def _check_pool(osd_map: Dict[str, Any], pool: str) -> Optional[HandleCommandResult]:
-        """An error result if pool is not an existing cache pool, else None."""
-        for p in osd_map.get('pools', []):
-            if p['pool_name'] == pool:
-                if not is_cache_pool(p):
-                    return HandleCommandResult(
-                        -errno.EINVAL, '',
-                        f"pool '{pool}' is not a cache tier (no tier_of/cache_mode set)")
-                return None
-        return HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+    def _set_health(self, checks: Dict[str, Any]) -> None:
+        """The one place health is set: the whole set, every tick, only when it changed."""
+        if checks != self._health:
+            self.set_health_checks(checks)
+            self._health = checks
 
-    def status_rows(self, osd_map: Dict[str, Any],
-                    pool: Optional[str] = None) -> List[Dict[str, Any]]:
-        tiers = cache_tiers(osd_map)
-        now = time.monotonic()
-        with self._lock:
-            return [status_row(t, self._book.get(pid), now)
-                    for pid, t in sorted(tiers.items(), key=lambda kv: kv[1].pool)
-                    if pool is None or t.pool == pool]
+    def _promote_limits(self, osds: int) -> models.PromoteLimits:
+        def opt(key: str, default: float) -> float:
+            try:
+                v = self.get_foreign_ceph_option('osd', key)
+                return float(v) if v is not None else default
+            except Exception:
+                return default
+        return models.PromoteLimits(
+            max_objects_sec_per_osd=opt('osd_tier_promote_max_objects_sec', 25.0),
+            max_bytes_sec_per_osd=opt('osd_tier_promote_max_bytes_sec', 5 * 1024 * 1024),
+            osds=osds)
 
-    @CLIReadCommand('tiertune status')
-    def _cmd_status(self, pool: Optional[str] = None,
-                    format: str = 'plain') -> HandleCommandResult:
-        """Show each cache pool's tier settings, fill, dirty and agent rates"""
-        bad = _bad_format(format, ('plain', 'json', 'json-pretty'))
-        if bad:
-            return bad
-        osd_map = self.get('osd_map')
-        if pool is not None:
-            err = self._check_pool(osd_map, pool)
-            if err:
-                return err
-        rows = self.status_rows(osd_map, pool)
-        if format != 'plain':
-            return HandleCommandResult(0, _to_json({'pools': rows}, format), '')
-        if not rows:
-            return HandleCommandResult(0, 'no cache tier pools\n', '')
-        return HandleCommandResult(0, format_table(rows), '')
-
-    @CLIReadCommand('tiertune dump-inputs')
-    def _cmd_dump_inputs(self, format: str = 'json') -> HandleCommandResult:
-        """Dump the raw mgr data a tick reads (cache pools and their base pools only)"""
-        bad = _bad_format(format, ('json', 'json-pretty'))
-        if bad:
-            return bad
-        osd_map = self.get('osd_map')
-        tiers = cache_tiers(osd_map)
-        keep = set(tiers) | {t.base_pool_id for t in tiers.values()}
-        pool_stats = self.get('pool_stats')
-        return HandleCommandResult(0, _to_json({
-            'osd_map': {'epoch': osd_map.get('epoch'),
-                        'pools': [p for p in osd_map.get('pools', []) if int(p['pool']) in keep]},
-            'pool_stats': {'pool_stats': [e for e in pool_stats.get('pool_stats', [])
-                                          if int(e['poolid']) in keep]},
-        }, format), '')
-
-
-def _bad_format(fmt: str, allowed: Tuple[str, ...]) -> Optional[HandleCommandResult]:
-    if fmt in allowed:
-        return None
-    return HandleCommandResult(-errno.EINVAL, '',
-                               f"unknown format '{fmt}' (one of: {', '.join(allowed)})")
-
-
-def _to_json(obj: Any, fmt: str) -> str:
-    if fmt == 'json-pretty':
-        return json.dumps(obj, indent=4, sort_keys=True)
-    return json.dumps(obj)
+    def get_state(self) -> Dict[str, Any]:
+        """For other modules (the dashboard): status as JSON-ready data."""
+        self._load()
+        return json.loads(json.dumps({'pools': self.status_rows(self.get('osd_map'))}))

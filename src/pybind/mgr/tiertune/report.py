@@ -1,13 +1,45 @@
 """`ceph tiertune status`: one row per cache pool, as a table and as JSON."""
 
+import time
 from typing import Any, Dict, List, Optional
 
+from .bounds import as_dict
 from .rates import PoolHistory
 from .sampling import agent_levels
+from .state import PoolState
 from .topology import CacheTier
 
 
-def status_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float) -> Dict[str, Any]:
+def status_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float,
+               view: Any = None, ps: Optional[PoolState] = None,
+               mode: str = 'warn') -> Dict[str, Any]:
+    row = _levels_row(tier, hist, now_mono)
+    row['autotune'] = _autotune(ps, mode)
+    row['recommended'] = None
+    row['decision'] = None
+    row['model'] = None
+    if view is not None:
+        d = view.decision
+        row['recommended'] = d.recommended.as_dict()
+        row['decision'] = {'action': d.action, 'next': d.next.as_dict(),
+                           'reasons': list(d.reasons), 'bounds_block': d.bounds_block}
+        m = view.model.as_dict()
+        row['model'] = {k: m.get(k) for k in ('fitted', 'why_not', 'inflow', 'predictions',
+                                              'promote')}
+    return row
+
+
+def _autotune(ps: Optional[PoolState], mode: str) -> Dict[str, Any]:
+    if ps is None:
+        return {'mode': mode}
+    return {'mode': mode, 'pool_mode': ps.mode, 'bounds': as_dict(ps.bounds),
+            'knobs': as_dict(ps.knobs),
+            'baseline': ps.baseline.as_dict() if ps.baseline else None,
+            'last_applied': ps.last_applied.as_dict() if ps.last_applied else None,
+            'last_change_time': ps.last_change_wall, 'manual_change': ps.manual_change}
+
+
+def _levels_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float) -> Dict[str, Any]:
     row: Dict[str, Any] = {
         'pool': tier.pool,
         'pool_id': tier.pool_id,
@@ -83,7 +115,8 @@ def fmt_rate(v: Optional[float], unit: str = '/s') -> str:
     return '-' if v is None else f'{v:.1f}{unit}'
 
 
-COLUMNS = ['POOL', 'BASE', 'MODE', 'TARGET', 'FILL', 'DIRTY', 'RATIOS D/H/F',
+COLUMNS = ['POOL', 'BASE', 'MODE', 'TARGET', 'FILL', 'DIRTY', 'RATIOS D/H/F', 'AUTOTUNE',
+           'NEW D/H/F',
            'FLUSH', 'EVICT', 'PROMOTE', 'RD CACHE/BASE', 'WR CACHE/BASE',
            'AGENT PGS HI/LO/SOME/FULL', 'HIT SET', 'AGE']
 
@@ -113,7 +146,8 @@ def _table_cells(row: Dict[str, Any]) -> List[str]:
     return [
         row['pool'], row['base_pool'], row['cache_mode'], target,
         fmt_pct(row['fill']), fmt_pct(row['dirty']),
-        f'{r["dirty"]:.2f}/{r["dirty_high"]:.2f}/{r["full"]:.2f}',
+        _dhf(r), row.get('autotune', {}).get('mode', '-'),
+        _dhf(row['recommended']) if row.get('recommended') else '-',
         fmt_bytes(rates.get('flush_bytes_sec')) + '/s' if rates else '-',
         fmt_bytes(rates.get('evict_bytes_sec')) + '/s' if rates else '-',
         fmt_rate(rates.get('promote_ops_sec'), ' op/s') if rates else '-',
@@ -124,6 +158,21 @@ def _table_cells(row: Dict[str, Any]) -> List[str]:
         f'{hs["type"]} {hs["count"]}x{hs["period_s"]}s',
         '-' if row['sample_age_s'] is None else f'{row["sample_age_s"]:.0f}s',
     ]
+
+
+def _dhf(r: Dict[str, float]) -> str:
+    return f'{r["dirty"]:.2f}/{r["dirty_high"]:.2f}/{r["full"]:.2f}'
+
+
+def format_history(records: List[Dict[str, Any]]) -> str:
+    if not records:
+        return 'no decisions yet\n'
+    lines = []
+    for r in records:
+        when = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r['time']))
+        lines.append(f'{when}  {r["pool"]}  {_dhf(r["old"])} -> {_dhf(r["new"])}  '
+                     f'{r["result"]}: {r["reason"]}')
+    return '\n'.join(lines) + '\n'
 
 
 def format_table(rows: List[Dict[str, Any]]) -> str:

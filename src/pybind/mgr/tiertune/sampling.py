@@ -44,6 +44,9 @@ class PoolCounters:
     num_flush_mode_low: int = 0           # level
     num_evict_mode_some: int = 0          # level
     num_evict_mode_full: int = 0          # level
+    num_objects_degraded: int = 0         # level
+    num_objects_misplaced: int = 0        # level
+    num_objects_unfound: int = 0          # level
 
     @classmethod
     def from_stat_sum(cls, stat_sum: Mapping[str, Any]) -> 'PoolCounters':

@@ -1,7 +1,7 @@
 """Cache-tier topology and settings, read from the OSD map's pool entries."""
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional
 
 MICRO = 1_000_000
 POOL_TYPE_ERASURE = 3  # pg_pool_t::TYPE_ERASURE
@@ -110,6 +110,15 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             last_change=int(p.get('last_change', 0)),
         )
     return tiers
+
+
+def cluster_flags(osd_map: Mapping[str, Any]) -> FrozenSet[str]:
+    """The OSD map's flags (e.g. notieragent, which stops every tier agent)."""
+    return frozenset(f for f in str(osd_map.get('flags', '')).split(',') if f)
+
+
+def up_osds(osd_map: Mapping[str, Any]) -> int:
+    return sum(1 for o in osd_map.get('osds', []) if o.get('up'))
 
 
 def pool_ids_by_name(osd_map: Mapping[str, Any]) -> Dict[str, int]:

@@ -99,7 +99,7 @@ def make_module() -> Any:
     def make(inputs: Dict[str, Any]) -> Any:
         m = Module('tiertune', None, None)
         getter = RecordingGetter(inputs)
-        m.get = getter
+        m.get = getter  # type: ignore[method-assign, assignment]
         m.config_notify()
         return m, getter
     return make

@@ -1,0 +1,156 @@
+"""Tuning on a real cluster: warn recommends, on acts within bounds, state
+survives a mgr failover, reset restores.  One scenario, in order: each test
+builds on the one before (pytest runs a file's tests in order)."""
+
+import errno
+import json
+import subprocess
+import time
+
+import pytest
+
+from conftest import TICK_S, WORKUNITS, cache_row
+
+POOL = 'cache'
+BASELINE = {'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8}
+# Test knobs: a low floor so the drain is clear, one step to reach it, no
+# minimum interval of our own (the pool's hit_set_period, 60 s, still applies).
+TEST_SETTINGS = [('dirty_ratio_min', '0.05'), ('max_step', '0.4'), ('min_interval_s', '0')]
+
+
+def tt(c, *args, check=True):
+    return c.ceph('tiertune', *args, check=check)
+
+
+def tt_json(c, *args):
+    return json.loads(tt(c, *args, '--format', 'json').stdout)
+
+
+def pool_ratios(c):
+    d = c.ceph_json('osd', 'pool', 'get', POOL, 'all')
+    return {'dirty': d['cache_target_dirty_ratio'],
+            'dirty_high': d['cache_target_dirty_high_ratio'],
+            'full': d['cache_target_full_ratio']}
+
+
+def wait(what, pred, timeout, interval=2.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f'timed out after {timeout}s waiting for {what} (last: {last!r})')
+
+
+def test_default_mode_is_warn(cluster):
+    assert tt_json(cluster, 'status')['mode'] == 'warn'
+    assert cache_row(cluster)['autotune']['mode'] == 'warn'
+
+
+@pytest.mark.parametrize('args,code', [
+    (('set', POOL, 'dirty_ratio_min', '1.5'), errno.EINVAL),
+    (('set', POOL, 'dirty_ratio_min', '0.7'), errno.EINVAL),          # above its max 0.6
+    (('set', POOL, 'dirty_high_ratio_min', '0.95'), errno.EINVAL),    # ordering impossible
+    (('set', POOL, 'deadband', '0.01'), errno.EINVAL),                # inside osd_agent_slop
+    (('set', POOL, 'bogus', '0.5'), errno.EINVAL),
+    (('set', 'no-such-pool', 'max_step', '0.2'), errno.ENOENT),
+    (('set', 'base', 'max_step', '0.2'), errno.EINVAL),               # not a cache tier
+    (('mode', POOL, 'sideways'), errno.EINVAL),
+    (('mode', 'sideways'), errno.EINVAL),
+    (('mode', 'no-such-pool', 'on'), errno.ENOENT),
+    (('eval', 'no-such-pool'), errno.ENOENT),
+    (('reset', 'base'), errno.EINVAL),
+])
+def test_bad_input_is_refused_and_changes_nothing(cluster, args, code):
+    before = cache_row(cluster)['autotune']
+    p = tt(cluster, *args, check=False)
+    assert p.returncode == code, p.stderr
+    assert p.stderr.strip()
+    after = cache_row(cluster)['autotune']
+    assert after['bounds'] == before['bounds'] and after['knobs'] == before['knobs']
+    assert after['mode'] == before['mode']
+
+
+def test_set_bounds_and_knobs(cluster):
+    for key, value in TEST_SETTINGS:
+        out = json.loads(tt(cluster, 'set', POOL, key, value, '--format', 'json').stdout)
+        both = {**out['bounds'], **out['knobs']}
+        assert both[key] == float(value)
+    at = cache_row(cluster)['autotune']
+    assert at['bounds']['dirty_ratio_min'] == 0.05 and at['knobs']['max_step'] == 0.4
+
+
+def test_burst_then_warn_recommends_without_changing(cluster):
+    assert pool_ratios(cluster) == BASELINE
+    burst = subprocess.run([str(WORKUNITS / 'overwrite_burst.sh'), 'base', '200',
+                            str(1 << 20), '16', 'tuning-test'],
+                           env=cluster.env, capture_output=True, text=True, timeout=600)
+    assert burst.returncode == 0, burst.stderr
+    wait('dirty data from the burst', lambda: cache_row(cluster)['bytes']['dirty'] > (16 << 20),
+         120)
+
+    def lower_recommended():
+        e = tt_json(cluster, 'eval', POOL) if tt(cluster, 'eval', POOL, check=False) \
+            .returncode == 0 else None
+        if e and e['decision']['recommended']['dirty'] < BASELINE['dirty']:
+            return e
+        return None
+    e = wait('eval to recommend a lower dirty ratio (clients idle)', lower_recommended, 600, 5)
+    rec = e['decision']['recommended']
+    assert 0.05 <= rec['dirty'] <= rec['dirty_high'] <= rec['full'] <= 0.9
+    assert e['decision']['reasons'], 'a recommendation says why'
+    assert e['model']['fitted'] is True
+    # warn never changes the pool, and records no applied decision
+    time.sleep(3 * TICK_S)
+    assert pool_ratios(cluster) == BASELINE
+    assert not [h for h in tt_json(cluster, 'history', POOL)['history']
+                if h['result'] == 'applied']
+    row = cache_row(cluster)
+    assert row['recommended']['dirty'] < BASELINE['dirty']
+
+
+def test_on_mode_lowers_dirty_ratio_within_bounds_and_dirty_drains(cluster):
+    dirty_before = cache_row(cluster)['bytes']['dirty']
+    assert dirty_before > 0
+    tt(cluster, 'mode', POOL, 'on')
+    r = wait('tiertune to lower the dirty ratio',
+             lambda: (lambda r: r if r['dirty'] < BASELINE['dirty'] else None)(
+                 pool_ratios(cluster)), 120)
+    assert 0.05 <= r['dirty'] <= r['dirty_high'] <= r['full']
+    wait('dirty bytes to drain', lambda: cache_row(cluster)['bytes']['dirty'] < dirty_before / 2,
+         300, 3)
+    applied = [h for h in tt_json(cluster, 'history', POOL)['history'] if h['result'] == 'applied']
+    assert applied and applied[-1]['new']['dirty'] == pytest.approx(r['dirty'], abs=1e-6)
+    assert applied[-1]['old'] == BASELINE and applied[-1]['reason']
+    # the change and its reason reached the cluster's audit log
+    audit = (cluster.log_dir / 'cluster.log').read_text(errors='replace')
+    assert 'tiertune: pool cache: 0.40/0.60/0.80 ->' in audit
+
+
+def test_mgr_failover_keeps_bounds_modes_and_history(cluster):
+    before = cache_row(cluster)['autotune']
+    hist = tt_json(cluster, 'history', POOL)['history']
+    old = cluster.active_mgr()
+    cluster.ceph('mgr', 'fail', old)
+    cluster.wait_for('another mgr to take over',
+                     lambda: cluster.active_mgr() not in ('', old) and
+                     tt(cluster, 'status', check=False).returncode == 0, 120)
+    after = cache_row(cluster)['autotune']
+    for key in ('mode', 'bounds', 'knobs', 'baseline', 'last_applied', 'last_change_time'):
+        assert after[key] == before[key], key
+    assert tt_json(cluster, 'history', POOL)['history'] == hist
+    # it does not repeat (or undo) the change: within the rate limit, nothing new
+    time.sleep(4 * TICK_S)
+    assert tt_json(cluster, 'history', POOL)['history'] == hist
+
+
+def test_reset_restores_the_baseline_and_returns_to_warn(cluster):
+    out = json.loads(tt(cluster, 'reset', POOL, '--format', 'json').stdout)
+    assert out['pool'] == POOL
+    assert pool_ratios(cluster) == BASELINE
+    assert cache_row(cluster)['autotune']['mode'] == 'warn'
+    time.sleep(3 * TICK_S)
+    assert pool_ratios(cluster) == BASELINE
+    assert tt_json(cluster, 'history', POOL)['history'][-1]['result'] == 'reset'

@@ -1,0 +1,259 @@
+"""`ceph tiertune ...`: the operator's commands, as a mixin of the Module.
+
+Every command takes --format (plain|json|json-pretty), answers bad input
+with EINVAL (unknown pool: ENOENT) and changes nothing unless all of its
+input is valid.
+"""
+
+import errno
+import json
+import time
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
+
+from .bounds import with_setting
+from .report import format_history, format_table, status_row
+from .state import MODES
+from .topology import CacheTier, cache_tiers, is_cache_pool
+
+if TYPE_CHECKING:
+    import threading
+
+    from .rates import HistoryBook
+    from .tuner import Effects, Tuner
+
+FORMATS = ('plain', 'json', 'json-pretty')
+
+
+def bad_format(fmt: str, allowed: Tuple[str, ...] = FORMATS) -> Optional[HandleCommandResult]:
+    if fmt in allowed:
+        return None
+    return HandleCommandResult(-errno.EINVAL, '',
+                               f"unknown format '{fmt}' (one of: {', '.join(allowed)})")
+
+
+def to_json(obj: Any, fmt: str) -> str:
+    if fmt == 'json-pretty':
+        return json.dumps(obj, indent=4, sort_keys=True)
+    return json.dumps(obj)
+
+
+def check_pool(osd_map: Dict[str, Any], pool: str) -> Optional[HandleCommandResult]:
+    """An error result if pool is not an existing cache pool, else None."""
+    for p in osd_map.get('pools', []):
+        if p['pool_name'] == pool:
+            if not is_cache_pool(p):
+                return HandleCommandResult(
+                    -errno.EINVAL, '',
+                    f"pool '{pool}' is not a cache tier (no tier_of/cache_mode set)")
+            return None
+    return HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+
+
+class Commands:
+    """Mixed into Module; `self` is the Module."""
+
+    if TYPE_CHECKING:
+        _lock: threading.RLock
+        _wake: threading.Event
+        _tuner: Tuner
+        _book: HistoryBook
+
+        def get(self, data_name: str) -> Any: ...
+        def _save_settings_locked(self) -> None: ...
+        def _effects(self) -> Effects: ...
+
+    def _cache_pool(self, pool: str) -> Tuple[Optional[CacheTier],
+                                                         Optional[HandleCommandResult]]:
+        osd_map = self.get('osd_map')
+        err = check_pool(osd_map, pool)
+        if err:
+            return None, err
+        (tier,) = [t for t in cache_tiers(osd_map).values() if t.pool == pool]
+        return tier, None
+
+    def _reply(self, obj: Any, fmt: str, plain: str) -> HandleCommandResult:
+        if fmt == 'plain':
+            return HandleCommandResult(0, plain, '')
+        return HandleCommandResult(0, to_json(obj, fmt), '')
+
+    @CLIReadCommand('tiertune status')
+    def _cmd_status(self, pool: Optional[str] = None,
+                    format: str = 'plain') -> HandleCommandResult:
+        """Show each cache pool: tier settings, fill, dirty, rates, mode, bounds,
+        recommendation"""
+        bad = bad_format(format)
+        if bad:
+            return bad
+        osd_map = self.get('osd_map')
+        if pool is not None:
+            err = check_pool(osd_map, pool)
+            if err:
+                return err
+        rows = self.status_rows(osd_map, pool)
+        if format != 'plain':
+            return HandleCommandResult(0, to_json({'mode': self._settings_mode(), 'pools': rows},
+                                                  format), '')
+        if not rows:
+            return HandleCommandResult(0, 'no cache tier pools\n', '')
+        return HandleCommandResult(0, format_table(rows), '')
+
+    def status_rows(self, osd_map: Dict[str, Any],
+                    pool: Optional[str] = None) -> List[Dict[str, Any]]:
+        tiers = cache_tiers(osd_map)
+        now = time.monotonic()
+        with self._lock:
+            return [status_row(t, self._book.get(pid), now, self._tuner.views.get(pid),
+                               self._tuner.settings.pool(pid),
+                               self._tuner.settings.effective_mode(pid))
+                    for pid, t in sorted(tiers.items(), key=lambda kv: kv[1].pool)
+                    if pool is None or t.pool == pool]
+
+    def _settings_mode(self) -> str:
+        with self._lock:
+            return self._tuner.settings.mode
+
+    @CLIWriteCommand('tiertune mode')
+    def _cmd_mode(self, pool_or_mode: str, mode: Optional[str] = None,
+                  format: str = 'plain') -> HandleCommandResult:
+        """Set tiertune's mode (off|warn|on): `mode <mode>` sets the default,
+        `mode <pool> <mode>` one pool's"""
+        bad = bad_format(format)
+        if bad:
+            return bad
+        pool = pool_or_mode if mode is not None else None
+        new = mode if mode is not None else pool_or_mode
+        if new not in MODES:
+            return HandleCommandResult(-errno.EINVAL, '',
+                                       f"unknown mode '{new}' (one of: {', '.join(MODES)})")
+        tier = None
+        if pool is not None:
+            tier, err = self._cache_pool(pool)
+            if err:
+                return err
+        with self._lock:
+            s = self._tuner.settings
+            if tier is None:
+                s.mode = new
+            else:
+                ps = s.pool(tier.pool_id)
+                ps.mode = new
+                if new == 'on':
+                    ps.manual_change = None
+            self._save_settings_locked()
+        what = f'pool {pool}' if pool else 'default'
+        self._wake.set()
+        return self._reply({'pool': pool, 'mode': new}, format, f'{what} mode is now {new}\n')
+
+    @CLIWriteCommand('tiertune set')
+    def _cmd_set(self, pool: str, key: str, value: float,
+                 format: str = 'plain') -> HandleCommandResult:
+        """Set a pool's bound (dirty_ratio_min/max, dirty_high_ratio_min/max,
+        full_ratio_min/max) or knob (horizon_s, min_interval_s, max_step, deadband)"""
+        bad = bad_format(format)
+        if bad:
+            return bad
+        tier, err = self._cache_pool(pool)
+        if err or tier is None:
+            return err or HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+        with self._lock:
+            ps = self._tuner.settings.pool(tier.pool_id)
+            bounds, knobs, problem = with_setting(ps.bounds, ps.knobs, key, value)
+            if problem:
+                return HandleCommandResult(-errno.EINVAL, '',
+                                           f'{pool}: {key}={value} refused: {problem}')
+            ps.bounds, ps.knobs = bounds, knobs
+            self._save_settings_locked()
+            out = {'pool': pool, 'bounds': dict(bounds.__dict__), 'knobs': dict(knobs.__dict__)}
+        self._wake.set()
+        return self._reply(out, format, f'{pool}: {key} = {value}\n')
+
+    @CLIReadCommand('tiertune eval')
+    def _cmd_eval(self, pool: str, format: str = 'plain') -> HandleCommandResult:
+        """The decision the controller would make now for a pool, and the numbers behind it"""
+        bad = bad_format(format)
+        if bad:
+            return bad
+        tier, err = self._cache_pool(pool)
+        if err or tier is None:
+            return err or HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+        with self._lock:
+            view = self._tuner.views.get(tier.pool_id)
+            mode = self._tuner.settings.effective_mode(tier.pool_id)
+            if view is None:
+                return HandleCommandResult(-errno.EAGAIN, '',
+                                           f'{pool}: not evaluated yet (no tick since it became '
+                                           f'a cache tier); try again in a moment')
+            out: Dict[str, Any] = {'pool': pool, 'mode': mode,
+                                   'decision': view.decision.as_dict(),
+                                   'model': view.model.as_dict()}
+        d: Dict[str, Any] = out['decision']
+        lines = [f'pool {pool} (mode {mode}): {d["action"]}',
+                 f'  current     {_r(d["current"])}',
+                 f'  recommended {_r(d["recommended"])}',
+                 f'  next        {_r(d["next"])}']
+        lines += [f'  - {r}' for r in d.get('reasons', [])]
+        if d.get('bounds_block'):
+            lines.append(f'  bounds block: {d["bounds_block"]}')
+        return self._reply(out, format, '\n'.join(lines) + '\n')
+
+    @CLIReadCommand('tiertune history')
+    def _cmd_history(self, pool: Optional[str] = None,
+                     format: str = 'plain') -> HandleCommandResult:
+        """The last decisions tiertune acted on: time, old -> new ratios, reason, result"""
+        bad = bad_format(format)
+        if bad:
+            return bad
+        pid = None
+        if pool is not None:
+            tier, err = self._cache_pool(pool)
+            if err or tier is None:
+                return err or HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' unknown")
+            pid = tier.pool_id
+        with self._lock:
+            records = sorted((r for p, h in self._tuner.histories.items()
+                              if pid is None or p == pid for r in h), key=lambda r: r.time)
+            out = [r.to_dict() for r in records]
+        return self._reply({'history': out}, format, format_history(out))
+
+    @CLIWriteCommand('tiertune reset')
+    def _cmd_reset(self, pool: str, format: str = 'plain') -> HandleCommandResult:
+        """Restore the ratios a pool had when tiertune first took control of it,
+        and set the pool to warn"""
+        bad = bad_format(format)
+        if bad:
+            return bad
+        tier, err = self._cache_pool(pool)
+        if err or tier is None:
+            return err or HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+        with self._lock:
+            rc, msg = self._tuner.reset(tier.pool_id, tier, self._effects(), time.time())
+        if rc:
+            return HandleCommandResult(rc, '', msg)
+        self._wake.set()
+        return self._reply({'pool': pool, 'result': msg}, format, msg + '\n')
+
+    @CLIReadCommand('tiertune dump-inputs')
+    def _cmd_dump_inputs(self, format: str = 'json') -> HandleCommandResult:
+        """Dump the raw mgr data a tick reads (cache pools and their base pools only)"""
+        bad = bad_format(format, ('json', 'json-pretty'))
+        if bad:
+            return bad
+        osd_map = self.get('osd_map')
+        tiers = cache_tiers(osd_map)
+        keep = set(tiers) | {t.base_pool_id for t in tiers.values()}
+        pool_stats = self.get('pool_stats')
+        return HandleCommandResult(0, to_json({
+            'osd_map': {'epoch': osd_map.get('epoch'), 'flags': osd_map.get('flags', ''),
+                        'pools': [p for p in osd_map.get('pools', []) if int(p['pool']) in keep]},
+            'pool_stats': {'pool_stats': [e for e in pool_stats.get('pool_stats', [])
+                                          if int(e['poolid']) in keep]},
+        }, format), '')
+
+
+def _r(d: Dict[str, float]) -> str:
+    return f'{d["dirty"]:.3f}/{d["dirty_high"]:.3f}/{d["full"]:.3f}'
+
+
+

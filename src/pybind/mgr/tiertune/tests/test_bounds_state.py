@@ -1,0 +1,96 @@
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tiertune.bounds import BOUND_KEYS, KNOB_KEYS, OSD_AGENT_SLOP, Bounds, Knobs, with_setting
+from tiertune.state import DecisionRecord, PoolState, Settings, history_from_json, history_to_json
+from tiertune.topology import Ratios
+
+
+def test_defaults_are_usable():
+    assert Bounds().problem() is None and Knobs().problem() is None
+
+
+@pytest.mark.parametrize('key,value,words', [
+    ('dirty_ratio_min', 1.5, 'outside 0..1'),
+    ('full_ratio_max', -0.1, 'outside 0..1'),
+    ('dirty_ratio_min', 0.7, 'dirty_ratio_min 0.7 is above dirty_ratio_max'),
+    ('dirty_high_ratio_min', 0.95, 'above dirty_high_ratio_max'),
+    ('deadband', OSD_AGENT_SLOP, 'wider than osd_agent_slop'),
+    ('max_step', 0.0, 'max_step'),
+    ('horizon_s', 0.0, 'must be positive'),
+    ('no_such_key', 0.5, "unknown key 'no_such_key'"),
+    ('dirty_ratio_min', float('nan'), 'outside 0..1'),
+])
+def test_bad_settings_are_refused_naming_the_conflict(key, value, words):
+    b, k = Bounds(), Knobs()
+    nb, nk, problem = with_setting(b, k, key, value)
+    assert problem is not None and words in problem
+
+
+def test_ordering_impossible_is_refused():
+    b = Bounds(dirty_ratio_min=0.5, dirty_ratio_max=0.6, dirty_high_ratio_min=0.3,
+               dirty_high_ratio_max=0.4)
+    assert 'dirty <= dirty_high is impossible' in b.problem()
+    b = dataclasses.replace(Bounds(), dirty_high_ratio_min=0.85, dirty_high_ratio_max=0.9,
+                            full_ratio_max=0.8)
+    assert 'dirty_high <= full is impossible' in b.problem()
+
+
+def test_a_good_setting_is_applied():
+    nb, nk, problem = with_setting(Bounds(), Knobs(), 'dirty_ratio_min', 0.05)
+    assert problem is None and nb.dirty_ratio_min == 0.05 and nk == Knobs()
+
+
+unit = st.floats(min_value=0.0, max_value=1.0)
+
+
+@given(st.tuples(*[unit] * 6))
+def test_usable_bounds_always_admit_an_ordered_point(v):
+    b = Bounds(*v)
+    if b.problem() is None:
+        d = b.dirty_ratio_min
+        h = max(b.dirty_high_ratio_min, d)
+        f = max(b.full_ratio_min, h)
+        assert d <= h <= f and h <= b.dirty_high_ratio_max and f <= b.full_ratio_max
+
+
+def test_settings_round_trip_through_json():
+    s = Settings(mode='on')
+    ps = s.pool(7)
+    ps.mode = 'warn'
+    ps.bounds = dataclasses.replace(Bounds(), dirty_ratio_min=0.05)
+    ps.knobs = dataclasses.replace(Knobs(), max_step=0.3)
+    ps.baseline = Ratios(0.4, 0.6, 0.8)
+    ps.last_applied = Ratios(0.3, 0.6, 0.8)
+    ps.last_change_wall = 1234.5
+    ps.manual_change = 'changed by hand'
+    back = Settings.from_json(s.to_json())
+    assert back == s
+    assert back.effective_mode(7) == 'warn' and back.effective_mode(8) == 'on'
+
+
+def test_empty_or_bad_settings_load_as_defaults():
+    assert Settings.from_json(None) == Settings()
+    s = Settings.from_json('{"mode": "bogus", "pools": {"3": {"mode": "x"}}}')
+    assert s.mode == 'warn' and s.pools[3] == PoolState()
+
+
+def test_history_round_trip_and_bound():
+    recs = history_from_json(None)
+    for i in range(150):
+        recs.append(DecisionRecord(time=float(i), pool='cache', mode='on',
+                                   old=Ratios(0.4, 0.6, 0.8), new=Ratios(0.3, 0.6, 0.8),
+                                   reason='idle', result='applied'))
+    back = history_from_json(history_to_json(recs))
+    assert len(back) == 100 and list(back) == list(recs) and back[0].time == 50.0
+
+
+def test_every_key_is_settable():
+    for key in BOUND_KEYS + KNOB_KEYS:
+        b, k = Bounds(), Knobs()
+        cur = getattr(b, key) if key in BOUND_KEYS else getattr(k, key)
+        _, _, problem = with_setting(b, k, key, cur)
+        assert problem is None, key

@@ -1,0 +1,206 @@
+"""Per tick, per cache pool: fit, decide, and (in `on` mode) act.
+
+The mgr is reached only through the Effects callbacks, so this runs the same
+in ceph-mgr, in unit tests and in the simulator.
+"""
+
+import errno
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import actuation, controller, models
+from .rates import HistoryBook
+from .sampling import agent_levels
+from .state import HISTORY_KEEP, DecisionRecord, Settings
+from .topology import CacheTier, Ratios
+
+# A sample older than this many ticks means the loop or the stats stalled:
+# deciding on it would act on the past.
+STALE_TICKS = 3
+# Ratios are stored by the mon in millionths; closer than this is equal.
+RATIO_EPSILON = 1e-6
+# After a failed `osd pool set`, wait this long before retrying, doubling
+# up to the cap: a mon that refuses now (or is electing) is not hammered.
+RETRY_BACKOFF_S = 30.0
+RETRY_BACKOFF_MAX_S = 960.0
+
+
+@dataclass
+class Effects:
+    """What the tuner may do to the world."""
+    # Run one `osd pool set POOL VAR VAL`; an error message, or None.
+    pool_set: Callable[[str, str, str], Optional[str]]
+    save_settings: Callable[[], None]
+    save_history: Callable[[int], None]
+    audit: Callable[[str], None]
+    log: Callable[[str], None] = print
+
+
+@dataclass
+class PoolView:
+    """What status/eval show for one pool after a tick."""
+    model: models.PoolModel
+    decision: controller.Decision
+    mode: str
+    sample_mono: float
+
+
+@dataclass
+class Tuner:
+    settings: Settings = field(default_factory=Settings)
+    histories: Dict[int, Deque[DecisionRecord]] = field(default_factory=dict)
+    views: Dict[int, PoolView] = field(default_factory=dict)
+    retry_after: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # mono, backoff
+
+    def history(self, pool_id: int) -> Deque[DecisionRecord]:
+        if pool_id not in self.histories:
+            self.histories[pool_id] = deque(maxlen=HISTORY_KEEP)
+        return self.histories[pool_id]
+
+    def step(self, tiers: Mapping[int, CacheTier], book: HistoryBook, flags: Sequence[str],
+             limits: models.PromoteLimits, sleep_interval: float, eff: Effects,
+             mono: float, wall: float) -> None:
+        for pid in [p for p in self.views if p not in tiers]:
+            del self.views[pid]
+        for pid, tier in tiers.items():
+            hist = book.get(pid)
+            entries = list(hist.entries) if hist else []
+            model = models.fit(entries, tier, limits)
+            ps = self.settings.pool(pid)
+            mode = self.settings.effective_mode(pid)
+            if mode == 'on':
+                self._notice_manual_change(pid, tier, eff)
+                mode = self.settings.effective_mode(pid)
+            levels = agent_levels(tier, entries[-1].sample.counters) if entries else None
+            inp = controller.ControllerInput(
+                now_s=mono, ratios=tier.ratios,
+                fill=levels.fill if levels else None, dirty=levels.dirty if levels else None,
+                hit_set_period_s=tier.hit_set.period_s, model=model,
+                bounds=ps.bounds, knobs=ps.knobs,
+                last_change_s=(mono - (wall - ps.last_change_wall)
+                               if ps.last_change_wall is not None else None),
+                hold_reasons=tuple(hold_reasons(tier, entries, flags, sleep_interval, mono)),
+                target_max_bytes=tier.target_max_bytes)
+            decision = controller.decide(inp)
+            self.views[pid] = PoolView(model=model, decision=decision, mode=mode,
+                                       sample_mono=entries[-1].sample.mono if entries else mono)
+            if mode == 'on' and decision.action == 'change':
+                self._apply(pid, tier, decision, eff, mono, wall)
+
+    def _notice_manual_change(self, pid: int, tier: CacheTier, eff: Effects) -> None:
+        """A ratio that differs from what tiertune last set was changed by
+        someone else: respect it.  The pool goes to `warn` (tiertune keeps
+        recommending, never overrides) until the operator says `on` again."""
+        ps = self.settings.pool(pid)
+        if ps.last_applied is None or same(ps.last_applied, tier.ratios):
+            return
+        ps.manual_change = (f'ratios changed outside tiertune to {fmt(tier.ratios)} (tiertune had '
+                            f'set {fmt(ps.last_applied)}) at {time.strftime("%Y-%m-%d %H:%M:%S")}'
+                            f'; pool set to warn: `ceph tiertune mode {tier.pool} on` resumes')
+        ps.mode = 'warn'
+        ps.last_applied = None
+        eff.log(f'{tier.pool}: {ps.manual_change}')
+        eff.audit(f'tiertune: pool {tier.pool}: {ps.manual_change}')
+        eff.save_settings()
+
+    def _apply(self, pid: int, tier: CacheTier, decision: controller.Decision, eff: Effects,
+               mono: float, wall: float) -> None:
+        retry = self.retry_after.get(pid)
+        if retry and mono < retry[0]:
+            return
+        ps = self.settings.pool(pid)
+        if ps.baseline is None:
+            ps.baseline = tier.ratios
+        reason = decision.reasons[0] if decision.reasons else 'controller decision'
+        err = self.apply_ratios(tier.pool, tier.ratios, decision.next, eff)
+        if err is None:
+            self.retry_after.pop(pid, None)
+            result = 'applied'
+            ps.last_applied = decision.next
+            ps.last_change_wall = wall
+            ps.manual_change = None
+            eff.audit(f'tiertune: pool {tier.pool}: {fmt(tier.ratios)} -> {fmt(decision.next)}: '
+                      f'{reason}')
+        else:
+            backoff = min((retry[1] * 2) if retry else RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
+            self.retry_after[pid] = (mono + backoff, backoff)
+            result = f'failed: {err} (retry in {backoff:.0f}s)'
+            eff.log(f'{tier.pool}: change failed: {err}')
+            # Commands that went through before the failure changed the pool:
+            # remember them so they are not taken for a hand change.
+            ps.last_applied = None
+        self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='on',
+                                                old=tier.ratios, new=decision.next,
+                                                reason=reason, result=result))
+        eff.save_settings()
+        eff.save_history(pid)
+
+    @staticmethod
+    def apply_ratios(pool: str, current: Ratios, target: Ratios, eff: Effects) -> Optional[str]:
+        """Set the ratios in an order that keeps dirty <= dirty_high <= full
+        after every command.  Stops at the first failure (each prefix is a
+        valid state) and returns its message."""
+        for var, value in actuation.plan(current, target):
+            err = eff.pool_set(pool, var, f'{value:.6f}')
+            if err is not None:
+                return f'osd pool set {pool} {var} {value:.6f}: {err}'
+        return None
+
+    def reset(self, pid: int, tier: CacheTier, eff: Effects, wall: float) -> Tuple[int, str]:
+        """Restore the baseline ratios and return the pool to warn."""
+        ps = self.settings.pool(pid)
+        if ps.baseline is None:
+            ps.mode = 'warn'
+            eff.save_settings()
+            return 0, (f'pool {tier.pool}: tiertune never changed it (no baseline); '
+                       f'mode set to warn')
+        baseline = ps.baseline
+        err = self.apply_ratios(tier.pool, tier.ratios, baseline, eff)
+        if err is not None:
+            return -errno.EIO, f'reset of {tier.pool} failed: {err}'
+        self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='reset',
+                                                old=tier.ratios, new=baseline,
+                                                reason='tiertune reset: baseline restored',
+                                                result='reset'))
+        eff.audit(f'tiertune: pool {tier.pool}: reset {fmt(tier.ratios)} -> '
+                  f'{fmt(baseline)} (baseline); mode warn')
+        ps.mode = 'warn'
+        ps.last_applied = None
+        ps.manual_change = None
+        ps.baseline = None   # taken again if tiertune takes control again
+        eff.save_settings()
+        eff.save_history(pid)
+        return 0, f'pool {tier.pool}: ratios restored to {fmt(baseline)}; mode warn'
+
+
+def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
+                 sleep_interval: float, mono: float) -> List[str]:
+    reasons = []
+    if 'notieragent' in flags:
+        reasons.append('the notieragent flag is set: no tier agent runs, ratios have no effect')
+    if not tier.has_target:
+        reasons.append('no target_max_bytes/objects: the agent never flushes or evicts '
+                       '(set one; tiertune does not)')
+    if not entries:
+        reasons.append('no sample yet')
+        return reasons
+    age = mono - entries[-1].sample.mono
+    if age > STALE_TICKS * sleep_interval:
+        reasons.append(f'stats are stale: the latest sample is {age:.0f}s old')
+    c = entries[-1].sample.counters
+    if c.num_objects_degraded or c.num_objects_misplaced or c.num_objects_unfound:
+        reasons.append(f'not all objects are clean ({c.num_objects_degraded} degraded, '
+                       f'{c.num_objects_misplaced} misplaced, {c.num_objects_unfound} unfound)')
+    return reasons
+
+
+def same(a: Ratios, b: Ratios) -> bool:
+    return (abs(a.dirty - b.dirty) < RATIO_EPSILON and abs(a.dirty_high - b.dirty_high)
+            < RATIO_EPSILON and abs(a.full - b.full) < RATIO_EPSILON)
+
+
+def fmt(r: Ratios) -> str:
+    return f'{r.dirty:.2f}/{r.dirty_high:.2f}/{r.full:.2f}'
+
