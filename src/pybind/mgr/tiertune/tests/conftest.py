@@ -40,7 +40,32 @@ class _StubMgrModule(_StubBase):
     def _ceph_log(self, *args: Any) -> None:
         pass
 
+    # The module's config-key store, per test (see make_module): a restarted
+    # module sees what the one before it stored.
+    store: Dict[str, str] = {}
+    health: Dict[str, Any] = {}
+    cluster_log_lines: List[str] = []
+
     def _ceph_get_store(self, key: str) -> Any:
+        return self.store.get(key)
+
+    def _ceph_get_store_prefix(self, prefix: str) -> Dict[str, str]:
+        return {k: v for k, v in self.store.items() if k.startswith(prefix)}
+
+    def _ceph_set_store(self, key: str, val: Any) -> None:
+        if val is None:
+            self.store.pop(key, None)
+        else:
+            self.store[key] = val
+
+    def _ceph_set_health_checks(self, checks: Dict[str, Any]) -> None:
+        self.health.clear()
+        self.health.update(checks)
+
+    def _ceph_cluster_log(self, channel: str, prio: int, msg: str) -> None:
+        self.cluster_log_lines.append(f'{channel}: {msg}')
+
+    def _ceph_get_foreign_option(self, entity: str, key: str) -> Any:
         return None
 
 
@@ -95,6 +120,10 @@ def make_module() -> Any:
     from tiertune.module import Module
     if not any(o['name'] == 'log_level' for o in Module.MODULE_OPTIONS):
         Module._register_options('tiertune')
+
+    _StubMgrModule.store = {}
+    _StubMgrModule.health = {}
+    _StubMgrModule.cluster_log_lines = []
 
     def make(inputs: Dict[str, Any]) -> Any:
         m = Module('tiertune', None, None)

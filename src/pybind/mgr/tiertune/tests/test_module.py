@@ -123,7 +123,7 @@ def test_no_cache_pools(burst, make_module):
     m.tick()
     r = m._cmd_status()
     assert (r.retval, r.stdout) == (0, 'no cache tier pools\n')
-    assert json.loads(m._cmd_status(format='json').stdout) == {'pools': []}
+    assert json.loads(m._cmd_status(format='json').stdout) == {'mode': 'warn', 'pools': []}
     assert get.asked.count('pool_stats') == 0   # nothing to sample
 
 
@@ -172,3 +172,73 @@ def test_commands_parse_as_pacific_declares_them():
     for cmd in cmds.values():
         assert 'type=' in cmd.args or not cmd.args
         cmd.dump_cmd()
+
+
+def test_settings_and_history_survive_a_restart(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    assert m._cmd_mode(pool, 'on').retval == 0
+    assert m._cmd_mode('off').retval == 0
+    assert m._cmd_set(pool, 'dirty_ratio_min', 0.2).retval == 0
+    assert m._cmd_set(pool, 'horizon_s', 900.0).retval == 0
+    pid = next(iter(m._tiers))
+    m._tuner.settings.pool(pid).last_change_wall = 42.0
+    m._save_settings_locked()
+    # a new Module on the same store: a mgr restart or failover
+    from tiertune.module import Module
+    m2 = Module('tiertune', None, None)
+    m2.get = get
+    m2._load()
+    s = m2._tuner.settings
+    assert s.mode == 'off' and s.pool(pid).mode == 'on'
+    assert s.pool(pid).bounds.dirty_ratio_min == 0.2 and s.pool(pid).knobs.horizon_s == 900.0
+    assert s.pool(pid).last_change_wall == 42.0
+
+
+def test_bad_set_changes_nothing(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    pool = burst['spec']['cache_pool']
+    before = m._tuner.settings.to_json()
+    for key, value in (('dirty_ratio_min', 1.5), ('dirty_ratio_min', 0.9), ('bogus', 0.1),
+                       ('deadband', 0.01)):
+        r = m._cmd_set(pool, key, value)
+        assert r.retval == -errno.EINVAL and key in r.stderr
+    assert m._cmd_set('nosuchpool', 'max_step', 0.2).retval == -errno.ENOENT
+    assert m._cmd_set(burst['spec']['base_pool'], 'max_step', 0.2).retval == -errno.EINVAL
+    assert m._tuner.settings.to_json() == before
+
+
+def test_mode_arguments(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    pool = burst['spec']['cache_pool']
+    assert m._cmd_mode('sideways').retval == -errno.EINVAL
+    assert m._cmd_mode(pool, 'sideways').retval == -errno.EINVAL
+    assert m._cmd_mode('nosuchpool', 'on').retval == -errno.ENOENT
+    out = json.loads(m._cmd_mode(pool, 'on', format='json').stdout)
+    assert out == {'pool': pool, 'mode': 'on'}
+    assert m._tuner.settings.mode == 'warn'
+
+
+def test_eval_before_and_after_a_tick(burst, make_module):
+    m, get = make_module(burst['samples'][0]['inputs'])
+    pool = burst['spec']['cache_pool']
+    assert m._cmd_eval(pool).retval == -errno.EAGAIN
+    m, get = run_ticks(make_module, burst['samples'])
+    out = json.loads(m._cmd_eval(pool, format='json').stdout)
+    assert out['decision']['action'] in ('change', 'hold', 'none')
+    assert set(out['decision']['recommended']) == {'dirty', 'dirty_high', 'full'}
+    assert 'fitted' in out['model']
+    assert m._cmd_eval(pool).stdout.startswith(f'pool {pool} (mode warn)')
+
+
+def test_health_is_set_from_the_tick(burst, make_module):
+    inputs = copy.deepcopy(burst['samples'][-1]['inputs'])
+    for p in inputs['osd_map']['pools']:
+        if p['tier_of'] >= 0:
+            p['target_max_bytes'] = 0
+    m, get = make_module(inputs)
+    m.tick()
+    assert 'TIERTUNE_NO_TARGET' in m.health
+    assert m._cmd_mode('off').retval == 0
+    m.tick()
+    assert m.health == {}

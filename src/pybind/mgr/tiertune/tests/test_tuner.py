@@ -1,0 +1,189 @@
+"""The tuner (fit, decide, act) on real recorded samples, with the mgr's
+effects faked: what it would send as `osd pool set`, save and audit."""
+
+import dataclasses
+from typing import List, Optional, Tuple
+
+from conftest import RecordingGetter
+from tiertune import models
+from tiertune.controller import Decision
+from tiertune.rates import HistoryBook
+from tiertune.sampling import agent_levels, take_samples
+from tiertune.state import Settings
+from tiertune.topology import Ratios, cache_tiers
+from tiertune.tuner import Effects, Tuner, hold_reasons
+
+
+class FakeMgr:
+    def __init__(self, fail_on: Optional[str] = None) -> None:
+        self.sets: List[Tuple[str, str, str]] = []
+        self.audits: List[str] = []
+        self.saved = 0
+        self.saved_history: List[int] = []
+        self.fail_on = fail_on
+
+    def pool_set(self, pool: str, var: str, val: str) -> Optional[str]:
+        if self.fail_on == var:
+            return 'Error EPERM: refused'
+        self.sets.append((pool, var, val))
+        return None
+
+    def effects(self) -> Effects:
+        return Effects(pool_set=self.pool_set, save_settings=self._save,
+                       save_history=self.saved_history.append, audit=self.audits.append,
+                       log=lambda m: None)
+
+    def _save(self) -> None:
+        self.saved += 1
+
+
+def replay(burst):
+    tiers = cache_tiers(burst['samples'][0]['inputs']['osd_map'])
+    book = HistoryBook(200)
+    for rec in burst['samples']:
+        s = take_samples(RecordingGetter(rec['inputs']), tiers, rec['mono'], rec['wall'])
+        book.record(s, {p: agent_levels(tiers[p], x.counters).dirty_bytes
+                        for p, x in s.items()}, tiers)
+    last = burst['samples'][-1]
+    return tiers, book, last['mono'], last['wall']
+
+
+def step(tuner, burst, mgr, mono_offset=0.0):
+    tiers, book, mono, wall = replay(burst)
+    tuner.step(tiers, book, [], models.PromoteLimits(), 3.0, mgr.effects(),
+               mono + mono_offset, wall + mono_offset)
+    return tiers
+
+
+def test_warn_decides_but_never_sets(burst):
+    t, mgr = Tuner(), FakeMgr()
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    assert pid in t.views and isinstance(t.views[pid].decision, Decision)
+    assert t.views[pid].mode == 'warn'
+    assert mgr.sets == [] and mgr.audits == [] and not t.history(pid)
+
+
+def force_change(monkeypatch, target: Ratios):
+    """Make the controller ask for `target` (the law itself is tested alone)."""
+    from tiertune import controller
+
+    real = controller.decide
+
+    def decide(inp):
+        d = real(inp)
+        return dataclasses.replace(d, action='change', next=target, recommended=target,
+                                   reasons=('test: forced',))
+    monkeypatch.setattr(controller, 'decide', decide)
+
+
+def test_on_applies_in_order_records_and_audits(burst, monkeypatch):
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    pool = tiers[pid].pool
+    # raising full first, then lowering dirty_high, then dirty: never misordered
+    assert [v for _, v, _ in mgr.sets] == ['cache_target_full_ratio',
+                                           'cache_target_dirty_high_ratio',
+                                           'cache_target_dirty_ratio'] or \
+        _ordered_all_the_way(Ratios(0.4, 0.6, 0.8), mgr.sets)
+    assert all(p == pool for p, _, _ in mgr.sets)
+    ps = t.settings.pool(pid)
+    assert ps.baseline == Ratios(0.4, 0.6, 0.8)
+    assert ps.last_applied == Ratios(0.2, 0.3, 0.9) and ps.last_change_wall is not None
+    (rec,) = t.history(pid)
+    assert rec.result == 'applied' and rec.reason == 'test: forced'
+    assert mgr.audits and '0.40/0.60/0.80 -> 0.20/0.30/0.90' in mgr.audits[0]
+    assert mgr.saved and mgr.saved_history == [pid]
+
+
+def _ordered_all_the_way(start: Ratios, sets) -> bool:
+    cur = start.as_dict()
+    names = {'cache_target_dirty_ratio': 'dirty', 'cache_target_dirty_high_ratio': 'dirty_high',
+             'cache_target_full_ratio': 'full'}
+    for _, var, val in sets:
+        cur[names[var]] = float(val)
+        if not 0 <= cur['dirty'] <= cur['dirty_high'] <= cur['full'] <= 1:
+            return False
+    return True
+
+
+def test_a_hand_change_is_respected_not_fought(burst, monkeypatch):
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    tiers = step(t, burst, FakeMgr())
+    (pid,) = tiers
+    # tiertune believes it last set something else than the pool has now
+    t.settings.pool(pid).last_applied = Ratios(0.3, 0.6, 0.8)
+    force_change(monkeypatch, Ratios(0.1, 0.6, 0.8))
+    step(t, burst, mgr)
+    ps = t.settings.pool(pid)
+    assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
+    assert mgr.sets == []
+    assert any('changed outside tiertune' in a for a in mgr.audits)
+
+
+def test_a_failed_set_is_recorded_and_backs_off(burst, monkeypatch):
+    t, mgr = Tuner(), FakeMgr(fail_on='cache_target_dirty_ratio')
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    (rec,) = t.history(pid)
+    assert rec.result.startswith('failed: osd pool set') and 'retry in 30s' in rec.result
+    # within the backoff: no new attempt
+    step(t, burst, mgr, mono_offset=10)
+    assert len(t.history(pid)) == 1
+    # after it: tried again, backoff doubled
+    step(t, burst, mgr, mono_offset=31)
+    assert len(t.history(pid)) == 2 and 'retry in 60s' in t.history(pid)[-1].result
+
+
+def test_reset_restores_baseline_and_goes_to_warn(burst, monkeypatch):
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    tier = tiers[pid]
+    ps = t.settings.pool(pid)
+    ps.baseline = Ratios(0.3, 0.4, 0.7)
+    rc, msg = t.reset(pid, tier, mgr.effects(), 123.0)
+    assert rc == 0 and '0.30/0.40/0.70' in msg
+    assert _ordered_all_the_way(tier.ratios, mgr.sets)
+    assert {v: float(x) for _, v, x in mgr.sets} == {
+        'cache_target_dirty_ratio': 0.3, 'cache_target_dirty_high_ratio': 0.4,
+        'cache_target_full_ratio': 0.7}
+    assert ps.mode == 'warn' and ps.baseline is None
+    assert t.history(pid)[-1].result == 'reset'
+
+
+def test_reset_without_baseline_changes_nothing(burst):
+    t, mgr = Tuner(), FakeMgr()
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    rc, msg = t.reset(pid, tiers[pid], mgr.effects(), 1.0)
+    assert rc == 0 and 'never changed it' in msg and mgr.sets == []
+
+
+def test_hold_reasons(burst):
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    tier = tiers[pid]
+    entries = list(book.get(pid).entries)
+    assert hold_reasons(tier, entries, [], 3.0, mono) == []
+    assert 'notieragent' in hold_reasons(tier, entries, ['notieragent'], 3.0, mono)[0]
+    assert 'stale' in hold_reasons(tier, entries, [], 3.0, mono + 60)[0]
+    assert 'no target' in hold_reasons(dataclasses.replace(tier, target_max_bytes=0),
+                                       entries, [], 3.0, mono)[0]
+    last = entries[-1]
+    degraded = dataclasses.replace(last.sample, counters=dataclasses.replace(
+        last.sample.counters, num_objects_degraded=3))
+    entries[-1] = dataclasses.replace(last, sample=degraded)
+    assert 'not all objects are clean (3 degraded' in hold_reasons(tier, entries, [], 3.0,
+                                                                     mono)[0]
+
+
+def test_settings_shared_with_state_module():
+    assert isinstance(Tuner().settings, Settings)
