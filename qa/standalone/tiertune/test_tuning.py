@@ -27,10 +27,11 @@ def tt_json(c, *args):
 
 
 def pool_ratios(c):
+    # `osd pool get` prints the ratios through a float: 0.4000000059604645
     d = c.ceph_json('osd', 'pool', 'get', POOL, 'all')
-    return {'dirty': d['cache_target_dirty_ratio'],
-            'dirty_high': d['cache_target_dirty_high_ratio'],
-            'full': d['cache_target_full_ratio']}
+    return {'dirty': round(d['cache_target_dirty_ratio'], 4),
+            'dirty_high': round(d['cache_target_dirty_high_ratio'], 4),
+            'full': round(d['cache_target_full_ratio'], 4)}
 
 
 def wait(what, pred, timeout, interval=2.0):

@@ -56,7 +56,8 @@ class Bounds:
 class Knobs:
     """How the controller moves, per pool."""
     # Predicted time until the cache reaches 100% of its target (where the
-    # OSD blocks writes) below which dirty_high is lowered to flush hard.
+    # OSD blocks writes) below which dirty_high is lowered to flush hard;
+    # also the window of inflow the full ratio keeps evictable room for.
     horizon_s: float = 600.0
     # At most one change per pool per interval.  The effective interval is
     # never shorter than the pool's hit_set_period: every `osd pool set` on a

@@ -2,14 +2,102 @@
 
 Pure and deterministic: no mgr imports, no clock, no randomness.  The same
 input always gives the same Decision.
+
+The law, per cache pool (all ratios are fractions of the pool's target, as
+the OSD agent computes them; T = the target in bytes):
+
+  dirty       writes idle -> dirty_ratio_min (the idle base drains dirty data
+              ahead of the next burst); a burst that fits (dirty + burst/T <=
+              dirty_high - 0.05) -> dirty_ratio_max (do not flush against
+              it); a burst that does not fit -> dirty_ratio_min (flush early);
+              steady, or a burst while the cache is about to fill -> keep.
+  dirty_high  keep; but when the cache is predicted full (writes block)
+              within the horizon (low band) and clean + free space cannot
+              take the reserve below, lower it to dirty - 0.04 so the PGs
+              flush HIGH (twice the in-flight flush ops of LOW); once writes
+              are idle, raise it back to mid-range if it is lower.
+  full        reserve = max((inflow - evict) * horizon, typical burst) bytes
+              must fit above it: at most 1 - reserve/T; within that, as high
+              as allowed when hits grow with occupancy, mid-range when they
+              do not; with no hit curve unchanged (lowered if room needs it,
+              back up to mid-range once writes are idle).
+
+  Then: clamp into the bounds, round to hundredths, order (dirty <=
+  dirty_high <= full, dirty's value first); step from current toward that
+  by at most max_step per ratio, skipping moves under the deadband; at most
+  one change per max(min_interval_s, hit_set_period), because every
+  `osd pool set` resets the PGs' in-memory hit sets.  When the bounds stop
+  the law by more than the deadband, bounds_block says which bound.
+
+Out-of-bounds or misordered current ratios (set by hand) are not a reason to
+hold: the law starts from them clamped into the bounds, and the step walks
+toward that point.  Each ratio moves at most max_step per decision, with one
+exception: when current is misordered, the step must still give an ordered
+point, and a ratio may then move further than max_step (never past
+recommended).  Ratios outside their range, or in a misordered pair, move
+even when the move is under the deadband.
 """
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .bounds import Bounds, Knobs
-from .models import PoolModel
-from .topology import Ratios
+from .bounds import OSD_AGENT_SLOP, Bounds, Knobs
+from .models import Band, PoolModel
+from .topology import MICRO, Ratios
+
+# --- Constants of the law -------------------------------------------------
+
+# Burst length assumed when the model has seen no burst to measure
+# (inflow.burst_seconds is None): a minute is the order of the client write
+# bursts a cache tier is put in front of (VM boots, batch job phases, backup
+# first passes) and of the model's short smoothing horizon, so
+# short_bps * 60 s is "the current burst, if it lasts as long again".
+TYPICAL_BURST_S = 60.0
+
+# A burst "fits" only if current dirty + burst stays this far below
+# dirty_high.  The test is at pool level, but every PG is judged against its
+# own share (target/pg_num), and PGs spread around the average; add the
+# agent's slop (osd_agent_slop, 0.02 of the ratio) and a pool-level fit with
+# less margin still pushes the fuller PGs into HIGH flushing mid-burst.
+BURST_FIT_MARGIN = 0.05
+
+# When the cache is about to fill, dirty_high is lowered to this much under
+# the pool's dirty fraction: the average PG is then past dirty_high + slop
+# (slop = dirty_ratio * osd_agent_slop <= 0.02) and switches to HIGH.
+HIGH_ENGAGE_MARGIN = 2 * OSD_AGENT_SLOP
+
+# Where in [full_ratio_min, full_ratio_max] the full ratio goes when the hit
+# curve says more occupancy does not bring more hits (slope <= 0): clean
+# data that does not pay is better evicted early (room for bursts), but the
+# fit is noisy, so go half-way rather than to the minimum.
+FULL_NO_PAYOFF_POSITION = 0.5
+
+# Where dirty_high and full (with no hit curve) return to, within their
+# bounds, once client writes are idle after the law lowered them: half-way,
+# near Ceph's 0.6/0.8 under the default bounds.  Only ever upward, and only
+# when idle: the law's pressure to lower them comes with writes.
+RELAX_POSITION = 0.5
+
+# Recommended ratios are rounded to hundredths (then re-clamped and
+# re-ordered, so a bound with more decimals still holds): finer than the
+# deadband is noise, and round values read well in the audit log.
+RECOMMEND_GRID = 0.01
+
+# A byte figure divided by a fraction smaller than this (to recover the
+# target in bytes) is mostly rounding noise: not used.
+TARGET_FROM_FRACTION_MIN = 0.01
+
+# The mon stores ratios as llrintl(f * 1e6): values closer than half a
+# millionth are the same ratio.
+RATIO_EPS = 0.5 / MICRO
+
+ACTIONS = ('change', 'hold', 'none')
+NAMES = ('dirty', 'dirty_high', 'full')
+LABELS = {'dirty': 'dirty ratio', 'dirty_high': 'dirty_high ratio', 'full': 'full ratio'}
+
+Triple = Tuple[float, float, float]
+Ranges = Tuple[Tuple[float, float], Tuple[float, float], Tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -27,6 +115,11 @@ class ControllerInput:
     # stats, degraded/misplaced/unfound objects, the notieragent flag, no
     # target_max_*); each a short sentence.
     hold_reasons: Sequence[str] = field(default_factory=tuple)
+    # The pool's target_max_bytes (0 = unset).  With the model's headroom
+    # and clean bytes and the fill/dirty fractions it gives the target in
+    # bytes, which turns byte figures (burst size, inflow over the horizon)
+    # into fractions of the target (see _target_bytes).
+    target_max_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -41,8 +134,575 @@ class Decision:
     numbers: Dict[str, Any] = field(default_factory=dict)  # the figures behind it, for eval
 
     def as_dict(self) -> Dict[str, Any]:
-        raise NotImplementedError
+        return {
+            'action': self.action,
+            'current': self.current.as_dict(),
+            'recommended': self.recommended.as_dict(),
+            'next': self.next.as_dict(),
+            'reasons': [str(r) for r in self.reasons],
+            'bounds_block': self.bounds_block,
+            'numbers': _json_ready(self.numbers),
+        }
+
+
+# --- Helpers --------------------------------------------------------------
+
+def _json_ready(v: Any) -> Any:
+    """Plain JSON values: non-finite floats become None (json.dumps would
+    write NaN, which is not JSON), tuples become lists."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {str(k): _json_ready(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_ready(x) for x in v]
+    return v
+
+
+def _finite(x: Optional[float]) -> Optional[float]:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _clamp(x: float, lo: float, hi: float) -> float:
+    return min(max(x, lo), hi)
+
+
+def _micro(x: float) -> int:
+    return int(round(x * MICRO))
+
+
+def _round(t: Triple) -> Ratios:
+    # Rounding is monotone, so an ordered triple stays ordered.
+    return Ratios(*(_micro(v) / MICRO for v in t))
+
+
+def _to_grid(t: Triple) -> Triple:
+    g = RECOMMEND_GRID
+    return (round(t[0] / g) * g, round(t[1] / g) * g, round(t[2] / g) * g)
+
+
+def _triple(r: Ratios) -> Triple:
+    return (float(r.dirty), float(r.dirty_high), float(r.full))
+
+
+def same(a: Ratios, b: Ratios) -> bool:
+    """Equal as the mon stores them (millionths)."""
+    return all(_micro(x) == _micro(y) for x, y in zip(_triple(a), _triple(b), strict=True))
+
+
+def _f(x: float) -> str:
+    """A ratio for a sentence: two decimals, a third only when needed (the
+    exact values are in Decision.numbers and the ratios themselves)."""
+    s = f'{x:.3f}'.rstrip('0')
+    whole, _, frac = s.partition('.')
+    return f'{whole}.{frac.ljust(2, "0")}'
+
+
+def _size(b: float) -> str:
+    for unit, scale in (('TiB', 2.0 ** 40), ('GiB', 2.0 ** 30), ('MiB', 2.0 ** 20),
+                        ('KiB', 2.0 ** 10)):
+        if abs(b) >= scale:
+            return f'{b / scale:.1f} {unit}'
+    return f'{b:.0f} B'
+
+
+def _fmt(r: Ratios) -> str:
+    return f'{_f(r.dirty)}/{_f(r.dirty_high)}/{_f(r.full)}'
+
+
+def order_within(t: Triple, ranges: Ranges) -> Triple:
+    """The point t brought inside ranges and ordered (dirty <= dirty_high <=
+    full), dirty's value taking priority: clamp dirty; dirty_high and full
+    make room above it (each clamped); then, only if a max forces it, pull
+    dirty_high down to full and dirty down to dirty_high.
+
+    Lands inside ranges and ordered whenever the ranges admit an ordered
+    point, i.e. lo_i <= hi_i and lo_i <= hi_j for i < j (Bounds.problem() is
+    None says exactly that):
+      * f < h after the second clamp only if f was cut to hi_f; h = hi_f is
+        >= lo_h (feasible) and < the old h <= hi_h.
+      * d > h then only if h was cut to hi_h or set to hi_f, both >= lo_d;
+        d = h is below the old d <= hi_d.
+    """
+    (dlo, dhi), (hlo, hhi), (flo, fhi) = ranges
+    d = _clamp(t[0], dlo, dhi)
+    h = _clamp(max(t[1], d), hlo, hhi)
+    f = _clamp(max(t[2], h), flo, fhi)
+    if h > f:
+        h = f
+    if d > h:
+        d = h
+    return (d, h, f)
+
+
+def out_of_bounds(r: Ratios, bounds: Bounds) -> List[str]:
+    """What is wrong with r against bounds and the ordering (empty: valid)."""
+    problems = []
+    for name, v, (lo, hi) in zip(NAMES, _triple(r), bounds.ranges(), strict=True):
+        if v < lo - RATIO_EPS:
+            problems.append(f'{name} {_f(v)} below min {_f(lo)}')
+        elif v > hi + RATIO_EPS:
+            problems.append(f'{name} {_f(v)} above max {_f(hi)}')
+    if r.dirty > r.dirty_high + RATIO_EPS:
+        problems.append(f'dirty {_f(r.dirty)} above dirty_high {_f(r.dirty_high)}')
+    if r.dirty_high > r.full + RATIO_EPS:
+        problems.append(f'dirty_high {_f(r.dirty_high)} above full {_f(r.full)}')
+    return problems
+
+
+def nearest_valid(r: Ratios, bounds: Bounds) -> Ratios:
+    """Where out-of-bounds or misordered ratios go (order_within's rule);
+    a valid r is its own answer."""
+    return _round(order_within(_triple(r), bounds.ranges()))
+
+
+def _exempt(r: Ratios, bounds: Bounds) -> Tuple[bool, bool, bool]:
+    """Which ratios are themselves out of range or in a misordered pair: they
+    move even when the move is under the deadband."""
+    c = _triple(r)
+    out = [not lo - RATIO_EPS <= v <= hi + RATIO_EPS
+           for v, (lo, hi) in zip(c, bounds.ranges(), strict=True)]
+    if c[0] > c[1] + RATIO_EPS:
+        out[0] = out[1] = True
+    if c[1] > c[2] + RATIO_EPS:
+        out[1] = out[2] = True
+    return (out[0], out[1], out[2])
+
+
+def step(current: Ratios, recommended: Ratios, knobs: Knobs,
+         exempt: Tuple[bool, bool, bool] = (False, False, False)) -> Ratios:
+    """One bounded step from current toward recommended (which is ordered).
+
+    Each ratio moves by min(|delta|, max_step) (t_i); a move under the
+    deadband is skipped unless exempt.  Skipping can misorder the point
+    (dirty moves up past a dirty_high that stayed), so a skipped ratio is
+    then pushed along by the moved ones: x_j = clamp(c_j, max of the moved
+    t_i below it, min of the moved t_k above it).  For an ordered current:
+      * the moved t are ordered among themselves: t_i = median(c_i - step,
+        r_i, c_i + step) is monotone in c_i and r_i;
+      * a skipped ratio has |r_j - c_j| < deadband <= max_step, so t_j = r_j,
+        and a push takes it to some t_i between c_j and r_j (c_i <= c_j and
+        t_i <= t_j for i < j, mirrored above);
+    so the result is ordered, every ratio lies between its current and
+    recommended value (inside the bounds when both are), no ratio moves by
+    more than max_step, and every ratio whose move is at least the deadband
+    (or that is exempt) makes its full step: repeated steps reach
+    recommended.  A misordered current can give an unordered point; a last
+    order_within pass, each ratio confined between its current and
+    recommended value (ranges that admit an ordered point: recommended),
+    orders it, and then a ratio may move further than max_step: the one
+    exception.  For an ordered current that pass changes nothing.
+    """
+    c, r = _triple(current), _triple(recommended)
+    t: List[float] = []
+    moving: List[bool] = []
+    for ci, ri, ex in zip(c, r, exempt, strict=True):
+        delta = ri - ci
+        skip = abs(delta) < knobs.deadband - RATIO_EPS and not ex
+        t.append(ci if skip else ci + _clamp(delta, -knobs.max_step, knobs.max_step))
+        moving.append(not skip)
+    x = list(t)
+    for j in range(3):
+        if not moving[j]:
+            below = [t[i] for i in range(j) if moving[i]]
+            above = [t[k] for k in range(j + 1, 3) if moving[k]]
+            x[j] = min([max([c[j], *below]), *above])
+    between: Ranges = ((min(c[0], r[0]), max(c[0], r[0])),
+                       (min(c[1], r[1]), max(c[1], r[1])),
+                       (min(c[2], r[2]), max(c[2], r[2])))
+    return _round(order_within((x[0], x[1], x[2]), between))
+
+
+def _relax_point(lo: float, hi: float) -> float:
+    return lo + RELAX_POSITION * (hi - lo)
+
+
+def _band_low(b: Optional[Band]) -> Optional[float]:
+    """The conservative (low) end of a time prediction, or None."""
+    if b is None:
+        return None
+    low = _finite(b.low)
+    return low if low is not None else _finite(b.value)
+
+
+def _target_bytes(inp: ControllerInput, fill: Optional[float],
+                  dirty: Optional[float]) -> Optional[float]:
+    """The target the agent's fractions are fractions of, in bytes (T).
+
+    The agent judges a PG by the larger of its bytes and objects fractions,
+    so the binding target is the smaller of target_max_bytes and
+    target_max_objects x the average object size; the model's headroom is
+    measured against that one (models.byte_budget).  With fill = user / T,
+    dirty = dirty bytes / T:
+      headroom = T - user         =>  T = headroom / (1 - fill)
+      clean    = user - dirty b.  =>  T = clean / (fill - dirty)
+    and T <= target_max_bytes when that is set.  Every estimate available is
+    taken and the smallest kept: a smaller T makes bursts and inflow larger
+    fractions, the conservative side.  None when none is available."""
+    ev = inp.model.evict
+    estimates: List[float] = []
+    if inp.target_max_bytes > 0:
+        estimates.append(float(inp.target_max_bytes))
+    if fill is not None and fill < 1.0 - TARGET_FROM_FRACTION_MIN and ev.headroom_bytes > 0:
+        estimates.append(float(ev.headroom_bytes) / (1.0 - fill))
+    if (fill is not None and dirty is not None and fill - dirty > TARGET_FROM_FRACTION_MIN
+            and ev.clean_bytes > 0):
+        estimates.append(float(ev.clean_bytes) / (fill - dirty))
+    return min(estimates) if estimates else None
+
+
+@dataclass
+class _RatioWhy:
+    """Why the law wants a ratio where it does, for the reasons."""
+    why: str = ''                    # the observation ('' = nothing to say)
+    bound: str = ''                  # 'min' / 'max' when the law aims at a bound
+    purpose: str = ''                # e.g. 'so flushing starts early'
+    safety: bool = False             # about writes blocking: listed first
+    say_if_kept: bool = False        # worth a sentence even when the ratio does not move
+
+
+@dataclass
+class _Law:
+    wanted: Triple                   # unclamped
+    recommended: Ratios
+    whys: Dict[str, _RatioWhy]
+    blocks: List[str]
+    notes: List[str]
+    numbers: Dict[str, Any]
+
+
+def _law(inp: ControllerInput) -> _Law:
+    """The control law proper (bounds and knobs valid, model fitted)."""
+    b, k, m = inp.bounds, inp.knobs, inp.model
+    cd, ch, cf = _triple(inp.ratios)
+    (dmin, dmax), (hmin, hmax), (fmin, fmax) = b.ranges()
+    fill, dirty = _finite(inp.fill), _finite(inp.dirty)
+    target = _target_bytes(inp, fill, dirty)
+    short = max(_finite(m.inflow.short_bps) or 0.0, 0.0)
+    evict = max(_finite(m.evict.evict_bps) or 0.0, 0.0)
+    burst_seen = _finite(m.inflow.burst_bytes) if m.inflow.bursts_seen > 0 else None
+    whys = {n: _RatioWhy() for n in NAMES}
+    blocks: List[str] = []
+    notes: List[str] = []
+    nums: Dict[str, Any] = {
+        'inflow_state': m.inflow.state,
+        'inflow_short_bps': _finite(m.inflow.short_bps),
+        'inflow_long_bps': _finite(m.inflow.long_bps),
+        'idle_for_s': _finite(m.inflow.idle_for_s),
+        'bursts_seen': m.inflow.bursts_seen,
+        'evict_bps': evict,
+        'fill': fill, 'dirty': dirty,
+        'target_bytes': target,
+        'headroom_bytes': m.evict.headroom_bytes,
+        'clean_bytes': m.evict.clean_bytes,
+        'horizon_s': k.horizon_s,
+    }
+    if target is None:
+        notes.append('the target in bytes is unknown (no target_max_bytes, and no clean '
+                     'bytes/fill to derive it): burst fit and free room not judged')
+
+    # Room above the full ratio.  The agent evicts clean data above full and
+    # writes to uncached objects block at 100%, so (1 - full) of the target is
+    # what a write surge has before clients wait on eviction.  Reserve the
+    # fill growth predicted over the horizon (inflow the agent's eviction
+    # does not already keep up with), or a typical burst if larger (an idle
+    # pool must keep room for the next one):
+    #   reserve     = max((short_bps - evict_bps) * horizon_s, burst_bytes)
+    #   needed_free = min(1, reserve / T);   ceiling = 1 - needed_free
+    # Inflow counts overwrites of cached objects too, which do not grow the
+    # fill: this errs toward room.
+    # Idle means no inflow now, whatever the short average still remembers
+    # of the last burst (the model's predictions read it the same way).
+    now_bps = 0.0 if m.inflow.state == 'idle' else short
+    reserve = max(now_bps - evict, 0.0) * k.horizon_s
+    if burst_seen is not None:
+        reserve = max(reserve, burst_seen)
+    needed: Optional[float] = None
+    ceiling = 1.0
+    if target is not None:
+        needed = min(1.0, reserve / target)
+        ceiling = 1.0 - needed
+    nums.update(net_inflow_bps=max(now_bps - evict, 0.0), reserve_bytes=reserve,
+                needed_free_fraction=needed, full_ceiling=ceiling)
+
+    # dirty_high: keep it; but when the cache is predicted to reach 100% of
+    # its target within the horizon, and clean + free space (what eviction
+    # alone can make room from: 1 - dirty) cannot take the reserve, flush
+    # HIGH now: dirty_high just under the pool's dirty fraction.  The low
+    # band of the prediction is used: acting early costs base bandwidth,
+    # acting late blocks clients.
+    ttf = _band_low(m.predictions.time_to_full_s)
+    nums['time_to_full_low_s'] = ttf
+    nums['time_to_dirty_high_low_s'] = _band_low(m.predictions.time_to_dirty_high_s)
+    near_full = ttf is not None and ttf < k.horizon_s
+    evictable = 1.0 - dirty if dirty is not None else None
+    flush_bound = not (evictable is not None and needed is not None and evictable >= needed)
+    nums['near_full'] = near_full
+    want_h = ch
+    if near_full:
+        full_in = (f'cache predicted full in {ttf:.0f} s (low band), under the '
+                   f'{k.horizon_s:.0f} s horizon')
+        lowest_h = max(hmin, dmin)        # the lowest dirty_high the bounds allow
+        if not flush_bound:
+            whys['dirty_high'] = _RatioWhy(
+                why=f'{full_in}, but clean + free space ({_f(evictable or 0.0)} of target) '
+                    f'covers the reserve ({_f(needed or 0.0)}): eviction suffices',
+                say_if_kept=True)
+        elif dirty is not None and dirty - HIGH_ENGAGE_MARGIN >= ch:
+            whys['dirty_high'] = _RatioWhy(
+                why=f'{full_in}; PGs already flush HIGH (dirty {_f(dirty)} over dirty_high '
+                    f'{_f(ch)})', safety=True, say_if_kept=True)
+        else:
+            engage = max(dirty - HIGH_ENGAGE_MARGIN, 0.0) if dirty is not None else lowest_h
+            want_h = min(ch, engage)
+            at = (f'under dirty {_f(dirty)} - {_f(HIGH_ENGAGE_MARGIN)}' if dirty is not None
+                  else 'as low as allowed (dirty level unknown)')
+            whys['dirty_high'] = _RatioWhy(
+                why=full_in, purpose=f'so PGs flush HIGH (twice the in-flight flush ops) before '
+                                     f'writes block: dirty_high {at}',
+                safety=True, say_if_kept=True)
+            if want_h < lowest_h - k.deadband:
+                which = 'dirty_high_ratio_min' if hmin >= dmin else 'dirty_ratio_min'
+                blocks.append(f'{full_in}: tiertune wants dirty_high {_f(want_h)} (dirty '
+                              f'{_f(dirty or 0.0)}) to flush hard, but {which} is '
+                              f'{_f(lowest_h)}')
+    elif m.inflow.state == 'idle':
+        # Recovery: without it a flush-hard lowering would stick for good
+        # (bcache's 2013 rewrite: a controller that "throttled all the way
+        # down" took "way too long to recover").  Only while writes are idle,
+        # so raising it cannot bring the cache straight back to near-full.
+        relax = _relax_point(hmin, hmax)
+        if ch < relax - RATIO_EPS:
+            want_h = relax
+            whys['dirty_high'] = _RatioWhy(
+                why=f'client writes idle for {_finite(m.inflow.idle_for_s) or 0.0:.0f} s '
+                    f'and the cache is not filling',
+                purpose='back to mid-range: flushing need not stay hard')
+    h_law = _clamp(want_h, hmin, hmax)
+    nums['wanted_dirty_high'] = want_h
+
+    # dirty.  Burst fit, as fractions of the target T:
+    #   burst = burst_bytes (or short_bps * burst length) / T
+    #   fits  <=>  dirty_now + burst <= dirty_high - BURST_FIT_MARGIN
+    # i.e. the whole burst lands dirty without taking the (average) PG to
+    # HIGH, so the dirty ratio can go up and keep LOW flushing off meanwhile.
+    state = m.inflow.state
+    want_d = cd
+    if state == 'idle':
+        want_d = dmin
+        whys['dirty'] = _RatioWhy(
+            why=f'client writes idle for {_finite(m.inflow.idle_for_s) or 0.0:.0f} s',
+            bound='min', say_if_kept=True,
+            purpose='so the idle base drains dirty data ahead of the next burst')
+    elif state == 'burst':
+        burst_s = _finite(m.inflow.burst_seconds) or TYPICAL_BURST_S
+        measured = _finite(m.inflow.burst_bytes)
+        burst_b = measured if measured is not None else short * burst_s
+        nums.update(burst_bytes=burst_b, burst_bytes_assumed=measured is None)
+        burst_desc = (f'a typical write burst of {_size(burst_b)}' if measured is not None
+                      else f'a write burst ({_size(short)}/s for ~{burst_s:.0f} s)')
+        if near_full:
+            whys['dirty'] = _RatioWhy(
+                why=f'{burst_desc} while the cache is predicted full in {ttf:.0f} s',
+                purpose='(flushing is not deferred)', say_if_kept=True)
+        elif target is None or dirty is None:
+            whys['dirty'] = _RatioWhy(
+                why=f'{burst_desc}, but its share of the target is unknown '
+                    f'({"no target bytes" if target is None else "no dirty level"})',
+                say_if_kept=True)
+        else:
+            frac = burst_b / target
+            fits = dirty + frac <= h_law - BURST_FIT_MARGIN
+            nums.update(burst_fraction=frac, burst_fits=fits)
+            sums = (f'dirty {_f(dirty)} + {_f(frac)} {"<=" if fits else ">"} dirty_high '
+                    f'{_f(h_law)} - {_f(BURST_FIT_MARGIN)}')
+            if fits:
+                want_d = dmax
+                whys['dirty'] = _RatioWhy(
+                    why=f'{burst_desc} ({_f(frac)} of target) fits ({sums})',
+                    bound='max', say_if_kept=True,
+                    purpose='so flushing does not compete with it')
+            else:
+                want_d = dmin
+                whys['dirty'] = _RatioWhy(
+                    why=f'{burst_desc} ({_f(frac)} of target) does not fit ({sums})',
+                    bound='min', purpose='so flushing starts early',
+                    say_if_kept=True)
+    elif state != 'steady':
+        notes.append(f"unknown inflow state '{state}': dirty ratio kept")
+    d_law = _clamp(want_d, dmin, dmax)
+    nums['wanted_dirty'] = want_d
+
+    # full, within the ceiling.  The trade: every byte of room is a byte of
+    # clean data not kept.  Clean data pays when hits grow with occupancy
+    # (hit curve slope > 0): then as high as the room allows.  When they do
+    # not, mid-range (more room, little lost).  With no curve, keep the
+    # current value, lowered to the ceiling if the room requires it.
+    hits = m.hits
+    slope = _finite(hits.slope)
+    nums.update(hit_ratio=_finite(hits.hit_ratio), hit_slope=slope)
+    room = (f'room for {_size(reserve)} of predicted inflow needs {_f(needed)} of the '
+            f'target free; ' if needed is not None else '')
+    if hits.too_thin is None and slope is not None:
+        if slope > 0:
+            want_f = ceiling
+            why = f'{room}hits grow with occupancy (slope {slope:.2f})'
+            purpose = 'so it keeps as much clean data as that room allows'
+        else:
+            want_f = min(ceiling, fmin + FULL_NO_PAYOFF_POSITION * (fmax - fmin))
+            why = f'{room}hits do not grow with occupancy (slope {slope:.2f})'
+            purpose = 'so it goes mid-range, leaving room for bursts'
+    else:
+        want_f = min(cf, ceiling)
+        why = f'{room}no hit curve ({hits.too_thin or "no slope"})'
+        purpose = 'so it only comes down if the room requires it'
+        if state == 'idle' and cf < _relax_point(fmin, fmax) - RATIO_EPS:
+            # Recovery, as for dirty_high: lowered for room, back up to
+            # mid-range (room permitting) once writes are idle.
+            want_f = min(_relax_point(fmin, fmax), ceiling)
+            purpose = 'and writes are idle, so it goes back up toward mid-range'
+    whys['full'] = _RatioWhy(why=why, purpose=purpose,
+                             safety=ceiling < cf - RATIO_EPS)
+    if needed is not None and ceiling < fmin - k.deadband:
+        blocks.append(f'room for {_size(reserve)} of predicted inflow needs full ratio '
+                      f'{_f(ceiling)} ({_f(needed)} of the target free), but full_ratio_min '
+                      f'is {_f(fmin)}')
+    f_law = _clamp(want_f, fmin, fmax)
+    nums['wanted_full'] = want_f
+
+    law = (d_law, h_law, f_law)
+    rec = _round(order_within(_to_grid(law), b.ranges()))
+    for name, v in zip(NAMES, law, strict=True):
+        if abs(getattr(rec, name) - v) > RECOMMEND_GRID and whys[name].why:
+            # Ordering moved it off the law's value (and off its bound).
+            whys[name].bound = ''
+            whys[name].purpose += (f' (held at {_f(getattr(rec, name))} to keep dirty <= '
+                                   f'dirty_high <= full)')
+    return _Law(wanted=(want_d, want_h, want_f), recommended=rec, whys=whys,
+                blocks=blocks, notes=notes, numbers=nums)
+
+
+def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, _RatioWhy],
+                     held: Optional[str], knobs: Knobs, bounds: Bounds) -> List[str]:
+    """One sentence per ratio worth mentioning: safety first, then moves."""
+    ranked: List[Tuple[Tuple[bool, bool, int], str]] = []
+    for i, (name, (lo, hi)) in enumerate(zip(NAMES, bounds.ranges(), strict=True)):
+        w = whys.get(name, _RatioWhy())
+        c, r, n = getattr(current, name), getattr(rec, name), getattr(nxt, name)
+        label = LABELS[name]
+        lead = f'{w.why}: ' if w.why else ''
+        purpose = w.purpose
+        if not lo - RATIO_EPS <= c <= hi + RATIO_EPS:
+            # Out of its range (set by hand): the bounds are the reason.
+            lead, purpose = '', f'into its bounds {_f(lo)}..{_f(hi)}'
+        elif not w.why:
+            purpose = 'to keep dirty <= dirty_high <= full'
+        moves = _micro(n) != _micro(c)
+        if moves:
+            verb = 'lowering' if n < c else 'raising'
+            target = f'{w.bound} {_f(r)}' if w.bound else _f(r)
+            to = f' toward {target}' if _micro(n) != _micro(r) else ''
+            s = f'{lead}{verb} {label} {_f(c)} -> {_f(n)}{to} {purpose}'
+        elif _micro(r) != _micro(c):
+            why_not = held or (f'within the {_f(knobs.deadband)} deadband'
+                               if abs(r - c) < knobs.deadband else 'held')
+            s = f'{lead}{label} would go {_f(c)} -> {_f(r)} {purpose}; not now: {why_not}'
+        elif w.say_if_kept:
+            s = f'{lead}{label} stays at {_f(c)}'
+        else:
+            continue
+        ranked.append(((not w.safety, not moves, i), ' '.join(s.split())))
+    return [s for _, s in sorted(ranked)]
+
+
+def _rate_limit(inp: ControllerInput) -> Tuple[float, Optional[float], Optional[float]]:
+    """(effective interval, seconds since the last change, seconds left)."""
+    interval = max(float(inp.knobs.min_interval_s), float(inp.hit_set_period_s))
+    if inp.last_change_s is None:
+        return interval, None, None
+    since = float(inp.now_s) - float(inp.last_change_s)
+    if not math.isfinite(since):
+        return interval, None, interval     # unknown: wait a full interval
+    return interval, since, max(interval - since, 0.0)
 
 
 def decide(inp: ControllerInput) -> Decision:
-    raise NotImplementedError
+    current = inp.ratios
+    knob_problem = inp.knobs.problem()
+    bound_problem = inp.bounds.problem()
+    if bound_problem is not None or knob_problem is not None:
+        # The module validates both before storing them; hold rather than
+        # guess if something slipped through.
+        reasons = [f'unusable {what}: {p}' for what, p in (('bounds', bound_problem),
+                                                             ('knobs', knob_problem)) if p]
+        return Decision(action='hold', current=current, recommended=current, next=current,
+                        reasons=tuple(reasons))
+
+    invalid = out_of_bounds(current, inp.bounds)
+    interval, since, remaining = _rate_limit(inp)
+    numbers: Dict[str, Any] = {'current_valid': not invalid,
+                               'effective_interval_s': interval,
+                               'since_last_change_s': since,
+                               'rate_limit_remaining_s': remaining}
+
+    fitted = inp.model.fitted
+    law = _law(inp) if fitted else None
+    if law is not None:
+        numbers.update(law.numbers)
+        recommended = law.recommended
+    else:
+        recommended = nearest_valid(current, inp.bounds)
+
+    def invalid_note(verb: str) -> List[str]:
+        if not invalid:
+            return []
+        return [f'current ratios {_fmt(current)} are outside the bounds or misordered '
+                f'({"; ".join(invalid)}): {verb} them toward {_fmt(recommended)}']
+
+    holds = [str(r) for r in inp.hold_reasons]
+    if not fitted:
+        holds.append(f'model not fitted: {inp.model.why_not or "no reason given"}')
+    if holds:
+        # Say where it would go, do not move.
+        reasons = holds + invalid_note('would move')
+        if law is not None:
+            reasons += _ratio_sentences(current, recommended, current, law.whys, 'holding',
+                                        inp.knobs, inp.bounds) + law.notes
+        return Decision(action='hold', current=current, recommended=recommended,
+                        next=current, reasons=tuple(reasons), numbers=numbers)
+
+    assert law is not None
+    nxt = step(current, recommended, inp.knobs, _exempt(current, inp.bounds))
+    bounds_block = '; '.join(law.blocks) if law.blocks else None
+    lead = invalid_note('moving')
+    if same(nxt, current):
+        reasons = lead + _ratio_sentences(current, recommended, current, law.whys, None,
+                                          inp.knobs, inp.bounds) + law.notes
+        if not reasons:
+            reasons = [f'ratios {_fmt(current)} are where the law wants them']
+        return Decision(action='none', current=current, recommended=recommended,
+                        next=current, reasons=tuple(reasons), bounds_block=bounds_block,
+                        numbers=numbers)
+    if remaining is not None and remaining > 0:
+        numbers['held_step'] = nxt.as_dict()
+        ago = f'{since:.0f} s ago' if since is not None else 'at an unknown time'
+        limit = (f'rate limit: last change {ago}; next change allowed in {remaining:.0f} s '
+                 f'(interval {interval:.0f} s = max(min_interval_s '
+                 f'{inp.knobs.min_interval_s:.0f}, hit_set_period {inp.hit_set_period_s}), '
+                 f'as each change resets the PGs\' hit sets)')
+        if since is not None and since < 0:
+            limit += '; the last change is recorded in the future (clock stepped back?)'
+        reasons = [limit, *lead,
+                   *_ratio_sentences(current, recommended, current, law.whys, 'rate limited',
+                                     inp.knobs, inp.bounds),
+                   *law.notes]
+        return Decision(action='hold', current=current, recommended=recommended,
+                        next=current, reasons=tuple(reasons), bounds_block=bounds_block,
+                        numbers=numbers)
+    reasons = lead + _ratio_sentences(current, recommended, nxt, law.whys, None,
+                                      inp.knobs, inp.bounds) + law.notes
+    return Decision(action='change', current=current, recommended=recommended, next=nxt,
+                    reasons=tuple(reasons), bounds_block=bounds_block, numbers=numbers)

@@ -79,7 +79,9 @@ class Tuner:
                 fill=levels.fill if levels else None, dirty=levels.dirty if levels else None,
                 hit_set_period_s=tier.hit_set.period_s, model=model,
                 bounds=ps.bounds, knobs=ps.knobs,
-                last_change_s=(mono - (wall - ps.last_change_wall)
+                # A wall clock stepped back would put the change in the
+                # future; count it as now rather than hold until then.
+                last_change_s=(mono - max(wall - ps.last_change_wall, 0.0)
                                if ps.last_change_wall is not None else None),
                 hold_reasons=tuple(hold_reasons(tier, entries, flags, sleep_interval, mono)),
                 target_max_bytes=tier.target_max_bytes)
@@ -114,23 +116,24 @@ class Tuner:
         if ps.baseline is None:
             ps.baseline = tier.ratios
         reason = decision.reasons[0] if decision.reasons else 'controller decision'
-        err = self.apply_ratios(tier.pool, tier.ratios, decision.next, eff)
+        reached, err = self.apply_ratios(tier.pool, tier.ratios, decision.next, eff)
+        if not same(reached, tier.ratios):
+            # Even a part of the batch changed the pool (and reset its PGs'
+            # hit sets): it counts for the rate limit, and is what tiertune
+            # last set, so it is not taken for a hand change.
+            ps.last_applied = reached
+            ps.last_change_wall = wall
+            ps.manual_change = None
+            eff.audit(f'tiertune: pool {tier.pool}: {fmt(tier.ratios)} -> {fmt(reached)}: '
+                      f'{reason}' + ('' if err is None else f' (incomplete: {err})'))
         if err is None:
             self.retry_after.pop(pid, None)
             result = 'applied'
-            ps.last_applied = decision.next
-            ps.last_change_wall = wall
-            ps.manual_change = None
-            eff.audit(f'tiertune: pool {tier.pool}: {fmt(tier.ratios)} -> {fmt(decision.next)}: '
-                      f'{reason}')
         else:
             backoff = min((retry[1] * 2) if retry else RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
             self.retry_after[pid] = (mono + backoff, backoff)
             result = f'failed: {err} (retry in {backoff:.0f}s)'
             eff.log(f'{tier.pool}: change failed: {err}')
-            # Commands that went through before the failure changed the pool:
-            # remember them so they are not taken for a hand change.
-            ps.last_applied = None
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='on',
                                                 old=tier.ratios, new=decision.next,
                                                 reason=reason, result=result))
@@ -138,15 +141,18 @@ class Tuner:
         eff.save_history(pid)
 
     @staticmethod
-    def apply_ratios(pool: str, current: Ratios, target: Ratios, eff: Effects) -> Optional[str]:
+    def apply_ratios(pool: str, current: Ratios, target: Ratios,
+                     eff: Effects) -> Tuple[Ratios, Optional[str]]:
         """Set the ratios in an order that keeps dirty <= dirty_high <= full
         after every command.  Stops at the first failure (each prefix is a
-        valid state) and returns its message."""
+        valid state).  Returns the ratios reached and the error, if any."""
+        reached = current.as_dict()
         for var, value in actuation.plan(current, target):
             err = eff.pool_set(pool, var, f'{value:.6f}')
             if err is not None:
-                return f'osd pool set {pool} {var} {value:.6f}: {err}'
-        return None
+                return ratios_of(reached), f'osd pool set {pool} {var} {value:.6f}: {err}'
+            reached[VAR_RATIO[var]] = value
+        return ratios_of(reached), None
 
     def reset(self, pid: int, tier: CacheTier, eff: Effects, wall: float) -> Tuple[int, str]:
         """Restore the baseline ratios and return the pool to warn."""
@@ -157,7 +163,7 @@ class Tuner:
             return 0, (f'pool {tier.pool}: tiertune never changed it (no baseline); '
                        f'mode set to warn')
         baseline = ps.baseline
-        err = self.apply_ratios(tier.pool, tier.ratios, baseline, eff)
+        _, err = self.apply_ratios(tier.pool, tier.ratios, baseline, eff)
         if err is not None:
             return -errno.EIO, f'reset of {tier.pool} failed: {err}'
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='reset',
@@ -194,6 +200,13 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
         reasons.append(f'not all objects are clean ({c.num_objects_degraded} degraded, '
                        f'{c.num_objects_misplaced} misplaced, {c.num_objects_unfound} unfound)')
     return reasons
+
+
+VAR_RATIO = {var: name for name, var in actuation.POOL_VARS.items()}
+
+
+def ratios_of(d: Dict[str, float]) -> Ratios:
+    return Ratios(dirty=d['dirty'], dirty_high=d['dirty_high'], full=d['full'])
 
 
 def same(a: Ratios, b: Ratios) -> bool:

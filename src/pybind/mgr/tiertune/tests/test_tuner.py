@@ -133,6 +133,7 @@ def test_a_failed_set_is_recorded_and_backs_off(burst, monkeypatch):
     (pid,) = tiers
     (rec,) = t.history(pid)
     assert rec.result.startswith('failed: osd pool set') and 'retry in 30s' in rec.result
+    assert t.settings.pool(pid).last_change_wall is None   # nothing went through
     # within the backoff: no new attempt
     step(t, burst, mgr, mono_offset=10)
     assert len(t.history(pid)) == 1
@@ -187,3 +188,16 @@ def test_hold_reasons(burst):
 
 def test_settings_shared_with_state_module():
     assert isinstance(Tuner().settings, Settings)
+
+
+def test_a_partly_applied_batch_counts_as_a_change(burst, monkeypatch):
+    # full goes up first, then dirty_high fails: the pool did change
+    t, mgr = Tuner(), FakeMgr(fail_on='cache_target_dirty_high_ratio')
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.4, 0.7, 0.9))
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    ps = t.settings.pool(pid)
+    assert mgr.sets == [('cache', 'cache_target_full_ratio', '0.900000')]
+    assert ps.last_applied == Ratios(0.4, 0.6, 0.9) and ps.last_change_wall is not None
+    assert 'incomplete' in mgr.audits[0] and t.history(pid)[-1].result.startswith('failed')
