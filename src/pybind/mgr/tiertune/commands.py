@@ -8,7 +8,7 @@ input is valid.
 import errno
 import json
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
@@ -64,14 +64,18 @@ class Commands:
         def _save_settings_locked(self) -> None: ...
         def _effects(self) -> Effects: ...
 
-    def _cache_pool(self, pool: str) -> Tuple[Optional[CacheTier],
-                                                         Optional[HandleCommandResult]]:
+    def _pool_arg(self, pool: str, fmt: str) -> Union[CacheTier, HandleCommandResult]:
+        """The cache tier named by a command's pool argument, or the error
+        result to return (bad format first, then unknown or not a cache pool)."""
+        bad = bad_format(fmt)
+        if bad:
+            return bad
         osd_map = self.get('osd_map')
         err = check_pool(osd_map, pool)
         if err:
-            return None, err
+            return err
         (tier,) = [t for t in cache_tiers(osd_map).values() if t.pool == pool]
-        return tier, None
+        return tier
 
     def _reply(self, obj: Any, fmt: str, plain: str) -> HandleCommandResult:
         if fmt == 'plain':
@@ -129,9 +133,10 @@ class Commands:
                                        f"unknown mode '{new}' (one of: {', '.join(MODES)})")
         tier = None
         if pool is not None:
-            tier, err = self._cache_pool(pool)
-            if err:
-                return err
+            found = self._pool_arg(pool, format)
+            if isinstance(found, HandleCommandResult):
+                return found
+            tier = found
         with self._lock:
             s = self._tuner.settings
             if tier is None:
@@ -151,12 +156,9 @@ class Commands:
                  format: str = 'plain') -> HandleCommandResult:
         """Set a pool's bound (dirty_ratio_min/max, dirty_high_ratio_min/max,
         full_ratio_min/max) or knob (horizon_s, min_interval_s, max_step, deadband)"""
-        bad = bad_format(format)
-        if bad:
-            return bad
-        tier, err = self._cache_pool(pool)
-        if err or tier is None:
-            return err or HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+        tier = self._pool_arg(pool, format)
+        if isinstance(tier, HandleCommandResult):
+            return tier
         with self._lock:
             ps = self._tuner.settings.pool(tier.pool_id)
             bounds, knobs, problem = with_setting(ps.bounds, ps.knobs, key, value)
@@ -172,12 +174,9 @@ class Commands:
     @CLIReadCommand('tiertune eval')
     def _cmd_eval(self, pool: str, format: str = 'plain') -> HandleCommandResult:
         """The decision the controller would make now for a pool, and the numbers behind it"""
-        bad = bad_format(format)
-        if bad:
-            return bad
-        tier, err = self._cache_pool(pool)
-        if err or tier is None:
-            return err or HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+        tier = self._pool_arg(pool, format)
+        if isinstance(tier, HandleCommandResult):
+            return tier
         with self._lock:
             view = self._tuner.views.get(tier.pool_id)
             mode = self._tuner.settings.effective_mode(tier.pool_id)
@@ -207,9 +206,9 @@ class Commands:
             return bad
         pid = None
         if pool is not None:
-            tier, err = self._cache_pool(pool)
-            if err or tier is None:
-                return err or HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' unknown")
+            tier = self._pool_arg(pool, format)
+            if isinstance(tier, HandleCommandResult):
+                return tier
             pid = tier.pool_id
         with self._lock:
             records = sorted((r for p, h in self._tuner.histories.items()
@@ -221,12 +220,9 @@ class Commands:
     def _cmd_reset(self, pool: str, format: str = 'plain') -> HandleCommandResult:
         """Restore the ratios a pool had when tiertune first took control of it,
         and set the pool to warn"""
-        bad = bad_format(format)
-        if bad:
-            return bad
-        tier, err = self._cache_pool(pool)
-        if err or tier is None:
-            return err or HandleCommandResult(-errno.ENOENT, '', f"pool '{pool}' does not exist")
+        tier = self._pool_arg(pool, format)
+        if isinstance(tier, HandleCommandResult):
+            return tier
         with self._lock:
             rc, msg = self._tuner.reset(tier.pool_id, tier, self._effects(), time.time())
         if rc:
