@@ -115,7 +115,7 @@ class Tuner:
         ps = self.settings.pool(pid)
         if ps.baseline is None:
             ps.baseline = tier.ratios
-        reason = decision.reasons[0] if decision.reasons else 'controller decision'
+        reason = '; '.join(decision.reasons) or 'controller decision'
         reached, err = self.apply_ratios(tier.pool, tier.ratios, decision.next, eff)
         if not same(reached, tier.ratios):
             # Even a part of the batch changed the pool (and reset its PGs'
