@@ -20,7 +20,7 @@ from .health import health_checks
 from .rates import HistoryBook
 from .sampling import agent_levels, take_samples
 from .state import Settings, history_from_json, history_to_json
-from .topology import CacheTier, cache_tiers, cluster_flags, up_osds
+from .topology import CacheTier, cache_tiers, cluster_flags, rule_osds, up_osds
 from .tuner import Effects, Tuner
 
 OPTIONS = [
@@ -52,7 +52,7 @@ class Module(Commands, MgrModule):
         self.history_size = 120
         self._tiers: Dict[int, CacheTier] = {}
         self._flags: frozenset = frozenset()
-        self._limits = models.PromoteLimits()
+        self._limits: Dict[int, models.PromoteLimits] = {}
         # Set when an osd_map notification arrives: the topology is re-read
         # on the next tick only then, since get('osd_map') is the costliest
         # call the tick makes.
@@ -142,7 +142,7 @@ class Module(Commands, MgrModule):
             osd_map = self.get('osd_map')
             tiers = cache_tiers(osd_map)
             self._flags = cluster_flags(osd_map)
-            self._limits = self._promote_limits(max(up_osds(osd_map), 1))
+            self._limits = self._promote_limits(tiers, max(up_osds(osd_map), 1))
         else:
             tiers = self._tiers
         samples = take_samples(self.get, tiers, mono, wall)
@@ -165,17 +165,27 @@ class Module(Commands, MgrModule):
             self.set_health_checks(checks)
             self._health = checks
 
-    def _promote_limits(self, osds: int) -> models.PromoteLimits:
+    def _promote_limits(self, tiers: Dict[int, CacheTier],
+                        up: int) -> Dict[int, models.PromoteLimits]:
+        """Per cache pool: the per-OSD promote throttle (from the mon's
+        config database) and how many OSDs its CRUSH rule spans.  Read on
+        osd_map changes only: the CRUSH dump is O(OSDs)."""
         def opt(key: str, default: float) -> float:
             try:
                 v = self.get_foreign_ceph_option('osd', key)
                 return float(v) if v is not None else default
             except Exception:
                 return default
-        return models.PromoteLimits(
-            max_objects_sec_per_osd=opt('osd_tier_promote_max_objects_sec', 25.0),
-            max_bytes_sec_per_osd=opt('osd_tier_promote_max_bytes_sec', 5 * 1024 * 1024),
-            osds=osds)
+        objects = opt('osd_tier_promote_max_objects_sec', 25.0)
+        nbytes = opt('osd_tier_promote_max_bytes_sec', 5 * 1024 * 1024)
+        try:
+            crush = self.get_osdmap().get_crush().dump() if tiers else {}
+        except Exception:
+            crush = {}
+        return {pid: models.PromoteLimits(
+                    max_objects_sec_per_osd=objects, max_bytes_sec_per_osd=nbytes,
+                    osds=max(rule_osds(crush, t.crush_rule) or up, 1))
+                for pid, t in tiers.items()}
 
     def get_state(self) -> Dict[str, Any]:
         """For other modules (the dashboard): status as JSON-ready data."""

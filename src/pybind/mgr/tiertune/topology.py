@@ -51,6 +51,7 @@ class CacheTier:
     min_flush_age_s: int
     min_evict_age_s: int
     last_change: int
+    crush_rule: int = -1
 
     @property
     def has_target(self) -> bool:
@@ -108,6 +109,7 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             min_flush_age_s=int(p.get('cache_min_flush_age', 0)),
             min_evict_age_s=int(p.get('cache_min_evict_age', 0)),
             last_change=int(p.get('last_change', 0)),
+            crush_rule=int(p.get('crush_rule', -1)),
         )
     return tiers
 
@@ -115,6 +117,33 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
 def cluster_flags(osd_map: Mapping[str, Any]) -> FrozenSet[str]:
     """The OSD map's flags (e.g. notieragent, which stops every tier agent)."""
     return frozenset(f for f in str(osd_map.get('flags', '')).split(',') if f)
+
+
+def rule_osds(crush: Mapping[str, Any], rule_id: int) -> Optional[int]:
+    """How many OSDs a CRUSH rule can place data on: those under its first
+    `take` (a device-class rule takes a shadow root such as default~ssd).
+    From one CRUSHMap.dump(); None if the rule or its root is not there."""
+    rule = next((r for r in crush.get('rules', []) if r.get('rule_id') == rule_id), None)
+    if rule is None:
+        return None
+    take = next((s for s in rule.get('steps', []) if s.get('op') == 'take'), None)
+    if take is None:
+        return None
+    buckets = {b['id']: b for b in crush.get('buckets', [])}
+    if take['item'] >= 0:
+        return 1
+    seen: set = set()
+    todo = [take['item']]
+    while todo:
+        b = buckets.get(todo.pop())
+        if b is None:
+            continue
+        for item in b.get('items', []):
+            if item['id'] >= 0:
+                seen.add(item['id'])
+            else:
+                todo.append(item['id'])
+    return len(seen) if seen or take['item'] in buckets else None
 
 
 def up_osds(osd_map: Mapping[str, Any]) -> int:

@@ -60,14 +60,14 @@ class Tuner:
         return self.histories[pool_id]
 
     def step(self, tiers: Mapping[int, CacheTier], book: HistoryBook, flags: Sequence[str],
-             limits: models.PromoteLimits, sleep_interval: float, eff: Effects,
+             limits: Mapping[int, models.PromoteLimits], sleep_interval: float, eff: Effects,
              mono: float, wall: float) -> None:
         for pid in [p for p in self.views if p not in tiers]:
             del self.views[pid]
         for pid, tier in tiers.items():
             hist = book.get(pid)
             entries = list(hist.entries) if hist else []
-            model = models.fit(entries, tier, limits)
+            model = models.fit(entries, tier, limits.get(pid, models.DEFAULT_LIMITS))
             ps = self.settings.pool(pid)
             mode = self.settings.effective_mode(pid)
             if mode == 'on':

@@ -61,3 +61,38 @@ def test_ratio_micros_become_fractions(burst):
             p['cache_target_full_ratio_micro'] = 700000
     (tier,) = cache_tiers(osd_map).values()
     assert tier.ratios.as_dict() == {'dirty': 0.35, 'dirty_high': 0.45, 'full': 0.7}
+
+
+# A CRUSH dump shaped as `ceph osd crush dump` prints one (synthetic: two
+# device classes with their shadow roots, as localcluster builds them).
+SYNTHETIC_CRUSH = {
+    'buckets': [
+        {'id': -1, 'name': 'default', 'items': [{'id': -3}]},
+        {'id': -3, 'name': 'host', 'items': [{'id': 0}, {'id': 1}, {'id': 2}, {'id': 3}]},
+        {'id': -2, 'name': 'default~ssd', 'items': [{'id': -4}]},
+        {'id': -4, 'name': 'host~ssd', 'items': [{'id': 0}, {'id': 1}]},
+        {'id': -5, 'name': 'default~hdd', 'items': [{'id': -6}]},
+        {'id': -6, 'name': 'host~hdd', 'items': [{'id': 2}, {'id': 3}]},
+    ],
+    'rules': [
+        {'rule_id': 0, 'rule_name': 'replicated_rule',
+         'steps': [{'op': 'take', 'item': -1}, {'op': 'choose_firstn'}, {'op': 'emit'}]},
+        {'rule_id': 1, 'rule_name': 'fast',
+         'steps': [{'op': 'take', 'item': -2, 'item_name': 'default~ssd'}, {'op': 'emit'}]},
+        {'rule_id': 2, 'rule_name': 'broken', 'steps': [{'op': 'take', 'item': -99}]},
+    ],
+}
+
+
+def test_synthetic_rule_osds_counts_the_class_the_rule_takes():
+    from tiertune.topology import rule_osds
+    assert rule_osds(SYNTHETIC_CRUSH, 0) == 4
+    assert rule_osds(SYNTHETIC_CRUSH, 1) == 2
+    assert rule_osds(SYNTHETIC_CRUSH, 2) is None   # root not in the map
+    assert rule_osds(SYNTHETIC_CRUSH, 7) is None   # no such rule
+    assert rule_osds({}, 1) is None
+
+
+def test_crush_rule_of_the_cache_pool(burst):
+    (tier,) = cache_tiers(burst['samples'][0]['inputs']['osd_map']).values()
+    assert tier.crush_rule >= 1   # the harness's `fast` rule, not the default

@@ -5,7 +5,6 @@ import dataclasses
 from typing import List, Optional, Tuple
 
 from conftest import RecordingGetter
-from tiertune import models
 from tiertune.controller import Decision
 from tiertune.rates import HistoryBook
 from tiertune.sampling import agent_levels, take_samples
@@ -50,7 +49,7 @@ def replay(burst):
 
 def step(tuner, burst, mgr, mono_offset=0.0):
     tiers, book, mono, wall = replay(burst)
-    tuner.step(tiers, book, [], models.PromoteLimits(), 3.0, mgr.effects(),
+    tuner.step(tiers, book, [], {}, 3.0, mgr.effects(),
                mono + mono_offset, wall + mono_offset)
     return tiers
 
