@@ -103,6 +103,11 @@ def test_burst_then_warn_recommends_without_changing(cluster):
     assert 0.05 <= rec['dirty'] <= rec['dirty_high'] <= rec['full'] <= 0.9
     assert e['decision']['reasons'], 'a recommendation says why'
     assert e['model']['fitted'] is True
+    # the promote gate reads the throttle from the mon's config database and
+    # counts the OSDs of the cache pool's CRUSH rule (the fast ones only)
+    s = cluster.spec
+    assert e['model']['promote']['throttle_ops_sec'] == \
+        s.promote_max_objects_sec * s.fast_osds
     # warn never changes the pool, and records no applied decision
     time.sleep(3 * TICK_S)
     assert pool_ratios(cluster) == BASELINE
