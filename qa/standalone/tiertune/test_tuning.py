@@ -127,6 +127,12 @@ def test_on_mode_lowers_dirty_ratio_within_bounds_and_dirty_drains(cluster):
     assert 0.05 <= r['dirty'] <= r['dirty_high'] <= r['full']
     wait('dirty bytes to drain', lambda: cache_row(cluster)['bytes']['dirty'] < dirty_before / 2,
          300, 3)
+
+    def drain_event():
+        p = cluster.ceph_json('progress', 'json')
+        return [e for e in p.get('events', []) + p.get('completed', [])
+                if 'tiertune: draining dirty data of cache pool cache' in e.get('message', '')]
+    wait('a progress event for the drain', drain_event, 60)
     applied = [h for h in tt_json(cluster, 'history', POOL)['history'] if h['result'] == 'applied']
     assert applied and applied[-1]['new']['dirty'] == pytest.approx(r['dirty'], abs=1e-6)
     assert applied[-1]['old'] == BASELINE and applied[-1]['reason']

@@ -10,13 +10,14 @@ and models (estimates), controller (recommendation), actuation and tuner
 import json
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from mgr_module import MgrModule, MonCommandFailed, NotifyType, Option
 
 from . import models
 from .commands import Commands
 from .health import health_checks
+from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import agent_levels, take_samples
 from .state import Settings, history_from_json, history_to_json
@@ -60,6 +61,7 @@ class Module(Commands, MgrModule):
         self._osdmap_changed.set()
         self._book = HistoryBook(self.history_size)
         self._tuner = Tuner()
+        self._drains = DrainEvents()
         self._loaded = False
         self._health: Dict[str, Any] = {}
 
@@ -154,10 +156,36 @@ class Module(Commands, MgrModule):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
+            before = {pid: len(self._tuner.history(pid)) for pid in active}
             self._tuner.step(active, self._book, sorted(self._flags), self._limits,
                              float(self.sleep_interval), self._effects(), mono, wall)
             checks = health_checks(active, self._tuner.views, self._tuner.settings)
+            calls = self._progress_calls(active, samples, before, mono)
         self._set_health(checks)
+        self._send_progress(calls)
+
+    def _progress_calls(self, active: Dict[int, CacheTier], samples: Dict[int, Any],
+                        before: Dict[int, int], mono: float) -> List[Call]:
+        dirty = {pid: agent_levels(t, samples[pid].counters).dirty if pid in samples else None
+                 for pid, t in active.items()}
+        on = {pid: self._tuner.settings.effective_mode(pid) == 'on' for pid in active}
+        calls = self._drains.tick(dirty, on, mono)
+        for pid, tier in active.items():
+            hist = self._tuner.history(pid)
+            if len(hist) > before.get(pid, 0) and hist[-1].mode == 'on' \
+                    and hist[-1].result == 'applied':
+                rec = hist[-1]
+                calls += self._drains.started(pid, tier.pool, dirty.get(pid), rec.old.dirty,
+                                              rec.new.dirty, mono)
+        return calls
+
+    def _send_progress(self, calls: List[Call]) -> None:
+        for method, ev_id, kwargs in calls:
+            try:
+                self.remote('progress', method, ev_id, **kwargs)
+            except Exception as e:
+                # progress disabled or failing: events are a courtesy, not a duty
+                self.log.debug('progress %s %s: %s', method, ev_id, e)
 
     def _set_health(self, checks: Dict[str, Any]) -> None:
         """The one place health is set: the whole set, every tick, only when it changed."""

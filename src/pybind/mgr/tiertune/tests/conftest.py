@@ -68,6 +68,11 @@ class _StubMgrModule(_StubBase):
     def _ceph_get_foreign_option(self, entity: str, key: str) -> Any:
         return None
 
+    remote_calls: List[Any] = []
+
+    def _ceph_dispatch_remote(self, module: str, method: str, args: Any, kwargs: Any) -> Any:
+        self.remote_calls.append((module, method, args, kwargs))
+
 
 def _install_stub() -> None:
     if 'ceph_module' in sys.modules:
@@ -124,6 +129,7 @@ def make_module() -> Any:
     _StubMgrModule.store = {}
     _StubMgrModule.health = {}
     _StubMgrModule.cluster_log_lines = []
+    _StubMgrModule.remote_calls = []
 
     def make(inputs: Dict[str, Any]) -> Any:
         m = Module('tiertune', None, None)

@@ -1,0 +1,69 @@
+"""Progress events, as pg_autoscaler posts them: when tiertune lowers a
+pool's dirty ratio, an event follows the dirty data down to the new level."""
+
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
+
+# An event that has not finished by then is closed: the drain is the agent's
+# business, and a stuck event in `ceph -s`/`ceph progress` helps nobody.
+DRAIN_EVENT_MAX_S = 1800.0
+
+
+@dataclass
+class DrainEvent:
+    ev_id: str
+    pool: str
+    start_dirty: float      # pool-level dirty fraction when the change was made
+    target_dirty: float     # the new dirty ratio
+    started_mono: float
+
+
+# (method, ev_id, kwargs) for the progress module; the caller sends them.
+Call = Tuple[str, str, Dict[str, object]]
+
+
+class DrainEvents:
+    def __init__(self, new_id: Callable[[], str] = lambda: str(uuid.uuid4())) -> None:
+        self.events: Dict[int, DrainEvent] = {}
+        self.new_id = new_id
+
+    def started(self, pool_id: int, pool: str, dirty_now: Optional[float], old_ratio: float,
+                new_ratio: float, mono: float) -> List[Call]:
+        """A change was applied; start an event if it lowered the dirty ratio
+        below the pool's current dirty level (there is something to drain)."""
+        calls: List[Call] = []
+        if new_ratio >= old_ratio or dirty_now is None or dirty_now <= new_ratio:
+            return calls
+        calls += self._close(pool_id)
+        ev = DrainEvent(self.new_id(), pool, dirty_now, new_ratio, mono)
+        self.events[pool_id] = ev
+        calls.append(self._update(ev, 0.0))
+        return calls
+
+    def tick(self, dirty: Dict[int, Optional[float]], on: Dict[int, bool],
+             mono: float) -> List[Call]:
+        calls: List[Call] = []
+        for pid in list(self.events):
+            ev = self.events[pid]
+            level = dirty.get(pid)
+            if not on.get(pid) or level is None or mono - ev.started_mono > DRAIN_EVENT_MAX_S:
+                calls += self._close(pid)
+                continue
+            span = ev.start_dirty - ev.target_dirty
+            done = 1.0 if span <= 0 else (ev.start_dirty - level) / span
+            if done >= 1.0:
+                calls += self._close(pid)
+            else:
+                calls.append(self._update(ev, min(max(done, 0.0), 1.0)))
+        return calls
+
+    def _update(self, ev: DrainEvent, progress: float) -> Call:
+        msg = (f'tiertune: draining dirty data of cache pool {ev.pool} '
+               f'({ev.start_dirty:.0%} -> {ev.target_dirty:.0%} of target)')
+        return ('update', ev.ev_id, {'ev_msg': msg, 'ev_progress': progress,
+                                     'refs': [('pool', ev.pool)], 'add_to_ceph_s': False})
+
+    def _close(self, pool_id: int) -> List[Call]:
+        ev = self.events.pop(pool_id, None)
+        return [('complete', ev.ev_id, {})] if ev else []
