@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 DEB_RUNTIME := ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-numpy fio
 DEB_TEST := python3-pytest python3-pytest-timeout python3-hypothesis python3-scipy python3-venv
 
-.PHONY: check deps deps-test lint unit standalone demo demo-stop clean
+.PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost
 
 check: deps-test lint unit standalone
 
@@ -33,7 +33,8 @@ lint: $(LINT_VENV)/.ok
 	$(LINT_VENV)/bin/ruff check src/pybind/mgr/tiertune tools qa/standalone/tiertune
 	MYPYPATH=/usr/share/ceph/mgr $(LINT_VENV)/bin/mypy --config-file mypy.ini \
 	    src/pybind/mgr/tiertune
-	$(LINT_VENV)/bin/mypy --config-file mypy.ini tools/localcluster tools/capture_fixtures.py
+	$(LINT_VENV)/bin/mypy --config-file mypy.ini tools/localcluster tools/capture_fixtures.py \
+	    tools/bench
 
 unit:
 	cd src/pybind/mgr/tiertune && $(PYTHON) -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
@@ -46,6 +47,10 @@ demo: deps
 
 demo-stop:
 	@cd tools && $(PYTHON) -m localcluster stop --dir $(DEMO_DIR)
+
+# What one tick costs as pools, cache pools and PGs grow (prints a table).
+bench-module-cost:
+	$(PYTHON) tools/bench/module_cost.py
 
 clean:
 	rm -rf $(LINT_VENV) build .mypy_cache .ruff_cache

@@ -1,94 +1,17 @@
-"""Make `mgr_module` importable outside ceph-mgr, as upstream's mgr tests do.
-
-ceph-mgr provides the C extension `ceph_module`; here a stub stands in for
-it, and the packaged /usr/share/ceph/mgr supplies mgr_module itself.  Only
-the module's glue (module.py) needs this; the pure parts import nothing
-from the mgr.
-"""
+"""Fixtures: real mgr data recorded from a cluster, and the real Module class
+on a stub ceph_module (mgr_stub.py) so mgr_module imports outside ceph-mgr."""
 
 import json
-import sys
-import types
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
-MGR_DIR = Path('/usr/share/ceph/mgr')
-SRC_MGR = Path(__file__).resolve().parents[2]   # src/pybind/mgr
+from mgr_stub import RecordingGetter, new_module
+
+__all__ = ['RecordingGetter', 'new_module']
+
 FIXTURES = Path(__file__).resolve().parent / 'fixtures'
-
-
-class _StubBase:
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-
-class _StubMgrModule(_StubBase):
-    """The C++ side of MgrModule, answering what construction asks for."""
-
-    def _ceph_get_option(self, key: str) -> Any:
-        # log_file: mgr_module builds (but, with log_to_file off, never opens) a FileHandler.
-        return {'debug_mgr': '1/5', 'log_file': '/dev/null'}.get(key)
-
-    def _ceph_get_module_option(self, module: str, key: str, *args: Any) -> Any:
-        return None
-
-    def _ceph_get_version(self) -> str:
-        return '16.2.15'
-
-    def _ceph_log(self, *args: Any) -> None:
-        pass
-
-    # The module's config-key store, per test (see make_module): a restarted
-    # module sees what the one before it stored.
-    store: Dict[str, str] = {}
-    health: Dict[str, Any] = {}
-    cluster_log_lines: List[str] = []
-
-    def _ceph_get_store(self, key: str) -> Any:
-        return self.store.get(key)
-
-    def _ceph_get_store_prefix(self, prefix: str) -> Dict[str, str]:
-        return {k: v for k, v in self.store.items() if k.startswith(prefix)}
-
-    def _ceph_set_store(self, key: str, val: Any) -> None:
-        if val is None:
-            self.store.pop(key, None)
-        else:
-            self.store[key] = val
-
-    def _ceph_set_health_checks(self, checks: Dict[str, Any]) -> None:
-        self.health.clear()
-        self.health.update(checks)
-
-    def _ceph_cluster_log(self, channel: str, prio: int, msg: str) -> None:
-        self.cluster_log_lines.append(f'{channel}: {msg}')
-
-    def _ceph_get_foreign_option(self, entity: str, key: str) -> Any:
-        return None
-
-    remote_calls: List[Any] = []
-
-    def _ceph_dispatch_remote(self, module: str, method: str, args: Any, kwargs: Any) -> Any:
-        self.remote_calls.append((module, method, args, kwargs))
-
-
-def _install_stub() -> None:
-    if 'ceph_module' in sys.modules:
-        return
-    stub = types.ModuleType('ceph_module')
-    for name in ('BasePyOSDMap', 'BasePyOSDMapIncremental', 'BasePyCRUSH',
-                 'BaseMgrStandbyModule'):
-        setattr(stub, name, type(name, (_StubBase,), {}))
-    stub.BaseMgrModule = _StubMgrModule  # type: ignore[attr-defined]
-    sys.modules['ceph_module'] = stub
-
-
-_install_stub()
-for p in (str(SRC_MGR), str(MGR_DIR)):
-    if p not in sys.path:
-        sys.path.insert(0, p)
 
 
 def load_fixture(name: str) -> Dict[str, Any]:
@@ -105,36 +28,8 @@ def samples_by_phase(rec: Dict[str, Any], phase: str) -> List[Dict[str, Any]]:
     return [s for s in rec['samples'] if s['phase'] == phase]
 
 
-class RecordingGetter:
-    """Stands in for MgrModule.get: answers from recorded inputs, remembers
-    every name asked for."""
-
-    def __init__(self, inputs: Dict[str, Any]) -> None:
-        self.inputs = inputs
-        self.asked: List[str] = []
-
-    def __call__(self, name: str) -> Any:
-        self.asked.append(name)
-        return self.inputs[name]
-
-
 @pytest.fixture
 def make_module() -> Any:
     """Build the real tiertune Module class on the stub ceph_module, the way
     ceph-mgr does (options registered first)."""
-    from tiertune.module import Module
-    if not any(o['name'] == 'log_level' for o in Module.MODULE_OPTIONS):
-        Module._register_options('tiertune')
-
-    _StubMgrModule.store = {}
-    _StubMgrModule.health = {}
-    _StubMgrModule.cluster_log_lines = []
-    _StubMgrModule.remote_calls = []
-
-    def make(inputs: Dict[str, Any]) -> Any:
-        m = Module('tiertune', None, None)
-        getter = RecordingGetter(inputs)
-        m.get = getter  # type: ignore[method-assign, assignment]
-        m.config_notify()
-        return m, getter
-    return make
+    return new_module

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""What one tiertune tick costs the mgr, as pools, cache pools and PGs grow.
+
+Runs the real tiertune Module (on the stub ceph_module the unit tests use)
+against synthetic mgr state: the OSD map pool entries and pool_stats entries
+recorded from a real cluster (tests/fixtures/overwrite_burst.json), copied
+and renamed to the requested number of pools, with the PGs spread over them
+and every cache pool's counters advancing as in a write burst.  Each pool's
+history is filled to history_size first (the models then fit on full
+histories), and the steady-state tick (no osd_map notification) is timed.
+
+Measured: CPU seconds per tick (time.process_time, median and p95 of
+--ticks ticks), Python memory the module holds after filling its histories
+(tracemalloc), and the get() calls one tick makes.  Not included: the mgr's
+own C++ work to build get('pool_stats') for Python, which is O(pools).
+
+usage: tools/bench/module_cost.py [--ticks N] [--history N] [--mode warn|on]
+"""
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / 'src' / 'pybind' / 'mgr' / 'tiertune' / 'tests'
+sys.path.insert(0, str(TESTS))
+
+from mgr_stub import new_module  # noqa: E402
+
+FIXTURE = TESTS / 'fixtures' / 'overwrite_burst.json'
+GRID = [  # (pools, cache pools, PGs)
+    (10, 1, 1_000),
+    (100, 8, 10_000),
+    (1000, 64, 1_000),
+    (1000, 64, 10_000),
+    (1000, 64, 100_000),
+    (200, 64, 100_000),
+    (1000, 16, 100_000),
+    (1000, 1, 100_000),
+]
+TICK_S = 30.0
+
+
+def templates() -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any], Dict[str, Any]]:
+    rec = json.loads(FIXTURE.read_text())
+    first, last = rec['samples'][0]['inputs'], rec['samples'][-1]['inputs']
+    pools = {p['cache_mode'] != 'none': p for p in first['osd_map']['pools']}
+    stats = {e['poolid']: e for e in last['pool_stats']['pool_stats']}
+    cache, base = pools[True], pools[False]
+    return cache, base, stats[cache['pool']], stats[base['pool']]
+
+
+def synthetic_state(n_pools: int, n_cache: int, n_pgs: int) -> Dict[str, Any]:
+    cache_t, base_t, cstat_t, bstat_t = templates()
+    pg_each = max(n_pgs // n_pools, 1)
+    pools: List[Dict[str, Any]] = []
+    stats: List[Dict[str, Any]] = []
+    for i in range(n_pools):
+        pid = i + 1
+        if i < 2 * n_cache:
+            is_cache = i % 2 == 1
+            p = copy.deepcopy(cache_t if is_cache else base_t)
+            st = copy.deepcopy(cstat_t if is_cache else bstat_t)
+            if is_cache:
+                p['tier_of'] = pid - 1
+            else:
+                p['tiers'] = [pid + 1]
+                p['read_tier'] = p['write_tier'] = pid + 1
+        else:
+            p = copy.deepcopy(base_t)
+            p.update(tiers=[], read_tier=-1, write_tier=-1)
+            st = copy.deepcopy(bstat_t)
+        p['pool'], p['pool_name'] = pid, f'pool{pid}'
+        p['pg_num'] = p['pg_placement_num'] = pg_each
+        st['poolid'], st['num_pg'] = pid, pg_each
+        pools.append(p)
+        stats.append(st)
+    osds = [{'osd': i, 'up': 1, 'in': 1} for i in range(max(n_pgs // 100, 3))]
+    return {'osd_map': {'epoch': 1, 'flags': 'sortbitwise', 'osds': osds, 'pools': pools},
+            'pool_stats': {'pool_stats': stats}}
+
+
+def advance(state: Dict[str, Any], step: int) -> None:
+    """Move every cache pool's counters on, as a burst would (cheap: ints)."""
+    for e in state['pool_stats']['pool_stats']:
+        s = e['stat_sum']
+        s['num_write'] += 40
+        s['num_write_kb'] += 40 * 1024
+        s['num_flush'] += 10 * (step % 3)
+        s['num_flush_kb'] += 10 * 1024 * (step % 3)
+        s['num_promote'] += 5
+        s['num_objects_dirty'] = 20 + (step * 7) % 40
+
+
+def measure(n_pools: int, n_cache: int, n_pgs: int, history: int, ticks: int,
+            mode: str) -> Dict[str, Any]:
+    state = synthetic_state(n_pools, n_cache, n_pgs)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    m, get = new_module(state)
+    m.history_size = history
+    m._book.resize(history)
+    m._tuner.settings.mode = mode
+    wall = time.time()
+    for i in range(history):
+        advance(state, i)
+        m.tick(mono=i * TICK_S, wall=wall + i * TICK_S)
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    get.asked.clear()
+    cpu: List[float] = []
+    for j in range(ticks):
+        i = history + j
+        advance(state, i)
+        t0 = time.process_time()
+        m.tick(mono=i * TICK_S, wall=wall + i * TICK_S)
+        cpu.append(time.process_time() - t0)
+    calls = sorted(set(get.asked))
+    cpu.sort()
+    return {'pools': n_pools, 'cache_pools': n_cache, 'pgs': n_pgs,
+            'tick_ms_median': statistics.median(cpu) * 1000,
+            'tick_ms_p95': cpu[min(len(cpu) - 1, int(len(cpu) * 0.95))] * 1000,
+            'held_mib': held / (1 << 20), 'get_calls': calls,
+            'get_calls_per_tick': len(get.asked) / ticks}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--ticks', type=int, default=20)
+    ap.add_argument('--history', type=int, default=120)
+    ap.add_argument('--mode', choices=('warn', 'on'), default='warn')
+    ap.add_argument('--json', type=Path, help='also write the rows here')
+    args = ap.parse_args()
+    # Warm-up: the first run pays imports (numpy, the module) into its memory.
+    measure(10, 1, 1000, 3, 1, args.mode)
+    rows = [measure(p, c, g, args.history, args.ticks, args.mode) for p, c, g in GRID]
+    print(f'tiertune tick cost: {args.ticks} steady ticks after {args.history} samples per '
+          f'pool, mode {args.mode}, CPU by time.process_time')
+    print(f'{"POOLS":>6} {"CACHE":>6} {"PGS":>8} {"TICK MS (MEDIAN)":>17} {"P95":>7} '
+          f'{"HELD MIB":>9}  GET CALLS/TICK')
+    for r in rows:
+        print(f'{r["pools"]:>6} {r["cache_pools"]:>6} {r["pgs"]:>8} '
+              f'{r["tick_ms_median"]:>17.2f} {r["tick_ms_p95"]:>7.2f} {r["held_mib"]:>9.1f}  '
+              f'{r["get_calls_per_tick"]:.0f} ({", ".join(r["get_calls"])})')
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
