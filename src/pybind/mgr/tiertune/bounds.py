@@ -4,6 +4,7 @@ Pure data and validation; the module persists them, the controller obeys them.
 """
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -69,6 +70,9 @@ class Knobs:
     deadband: float = 0.05
 
     def problem(self) -> Optional[str]:
+        for name, v in dataclasses.asdict(self).items():
+            if not math.isfinite(v):
+                return f'{name} {v} must be a finite number'
         if self.horizon_s <= 0:
             return f'horizon_s {self.horizon_s} must be positive'
         if self.min_interval_s < 0:

@@ -7,7 +7,6 @@ and models (estimates), controller (recommendation), actuation and tuner
 (updater); commands and report are the operator's view.
 """
 
-import json
 import threading
 import time
 from typing import Any, Dict, List, Optional
@@ -214,8 +213,3 @@ class Module(Commands, MgrModule):
                     max_objects_sec_per_osd=objects, max_bytes_sec_per_osd=nbytes,
                     osds=max(rule_osds(crush, t.crush_rule) or up, 1))
                 for pid, t in tiers.items()}
-
-    def get_state(self) -> Dict[str, Any]:
-        """For other modules (the dashboard): status as JSON-ready data."""
-        self._load()
-        return json.loads(json.dumps({'pools': self.status_rows(self.get('osd_map'))}))

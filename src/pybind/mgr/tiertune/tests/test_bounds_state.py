@@ -23,6 +23,8 @@ def test_defaults_are_usable():
     ('horizon_s', 0.0, 'must be positive'),
     ('no_such_key', 0.5, "unknown key 'no_such_key'"),
     ('dirty_ratio_min', float('nan'), 'outside 0..1'),
+    ('horizon_s', float('nan'), 'must be a finite number'),
+    ('min_interval_s', float('inf'), 'must be a finite number'),
 ])
 def test_bad_settings_are_refused_naming_the_conflict(key, value, words):
     b, k = Bounds(), Knobs()
