@@ -12,7 +12,8 @@ LINT_VENV := .venv-lint
 PYTEST_ARGS ?=
 
 DEB_RUNTIME := ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-numpy fio
-DEB_TEST := python3-pytest python3-pytest-timeout python3-hypothesis python3-scipy python3-venv
+DEB_TEST := python3-pytest python3-pytest-timeout python3-hypothesis python3-scipy python3-venv \
+	python3-yaml
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost
 
@@ -38,6 +39,7 @@ lint: $(LINT_VENV)/.ok
 
 unit:
 	cd src/pybind/mgr/tiertune && $(PYTHON) -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -q -p no:cacheprovider tools/bench/tests $(PYTEST_ARGS)
 
 standalone:
 	$(PYTHON) -m pytest -q -p no:cacheprovider qa/standalone/tiertune $(PYTEST_ARGS)
