@@ -18,7 +18,7 @@ from .commands import Commands
 from .health import health_checks
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
-from .sampling import agent_levels, take_samples
+from .sampling import AgentLevels, agent_levels, take_samples
 from .state import Settings, history_from_json, history_to_json
 from .topology import CacheTier, cache_tiers, cluster_flags, rule_osds, up_osds
 from .tuner import Effects, Tuner
@@ -147,11 +147,11 @@ class Module(Commands, MgrModule):
         else:
             tiers = self._tiers
         samples = take_samples(self.get, tiers, mono, wall)
-        dirty = {pid: agent_levels(tiers[pid], s.counters).dirty_bytes
-                 for pid, s in samples.items()}
+        levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:
             self._tiers = tiers
-            for pid in self._book.record(samples, dirty, tiers.keys()):
+            dirty_bytes = {pid: lv.dirty_bytes for pid, lv in levels.items()}
+            for pid in self._book.record(samples, dirty_bytes, tiers.keys()):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
@@ -159,14 +159,13 @@ class Module(Commands, MgrModule):
             self._tuner.step(active, self._book, sorted(self._flags), self._limits,
                              float(self.sleep_interval), self._effects(), mono, wall)
             checks = health_checks(active, self._tuner.views, self._tuner.settings)
-            calls = self._progress_calls(active, samples, before, mono)
+            calls = self._progress_calls(active, levels, before, mono)
         self._set_health(checks)
         self._send_progress(calls)
 
-    def _progress_calls(self, active: Dict[int, CacheTier], samples: Dict[int, Any],
+    def _progress_calls(self, active: Dict[int, CacheTier], levels: Dict[int, AgentLevels],
                         before: Dict[int, int], mono: float) -> List[Call]:
-        dirty = {pid: agent_levels(t, samples[pid].counters).dirty if pid in samples else None
-                 for pid, t in active.items()}
+        dirty = {pid: levels[pid].dirty if pid in levels else None for pid in active}
         on = {pid: self._tuner.settings.effective_mode(pid) == 'on' for pid in active}
         calls = self._drains.tick(dirty, on, mono)
         for pid, tier in active.items():

@@ -13,7 +13,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 from . import actuation, controller, models
 from .rates import HistoryBook
 from .sampling import agent_levels
-from .state import HISTORY_KEEP, DecisionRecord, Settings
+from .state import HISTORY_KEEP, DecisionRecord, Settings, ratios_from_dict
 from .topology import CacheTier, Ratios
 
 # A sample older than this many ticks means the loop or the stats stalled:
@@ -44,7 +44,6 @@ class PoolView:
     model: models.PoolModel
     decision: controller.Decision
     mode: str
-    sample_mono: float
 
 
 @dataclass
@@ -86,8 +85,7 @@ class Tuner:
                 hold_reasons=tuple(hold_reasons(tier, entries, flags, sleep_interval, mono)),
                 target_max_bytes=tier.target_max_bytes)
             decision = controller.decide(inp)
-            self.views[pid] = PoolView(model=model, decision=decision, mode=mode,
-                                       sample_mono=entries[-1].sample.mono if entries else mono)
+            self.views[pid] = PoolView(model=model, decision=decision, mode=mode)
             if mode == 'on' and decision.action == 'change':
                 self._apply(pid, tier, decision, eff, mono, wall)
 
@@ -150,9 +148,9 @@ class Tuner:
         for var, value in actuation.plan(current, target):
             err = eff.pool_set(pool, var, f'{value:.6f}')
             if err is not None:
-                return ratios_of(reached), f'osd pool set {pool} {var} {value:.6f}: {err}'
+                return ratios_from_dict(reached), f'osd pool set {pool} {var} {value:.6f}: {err}'
             reached[VAR_RATIO[var]] = value
-        return ratios_of(reached), None
+        return ratios_from_dict(reached), None
 
     def reset(self, pid: int, tier: CacheTier, eff: Effects, wall: float) -> Tuple[int, str]:
         """Restore the baseline ratios and return the pool to warn."""
@@ -203,10 +201,6 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
 
 
 VAR_RATIO = {var: name for name, var in actuation.POOL_VARS.items()}
-
-
-def ratios_of(d: Dict[str, float]) -> Ratios:
-    return Ratios(dirty=d['dirty'], dirty_high=d['dirty_high'], full=d['full'])
 
 
 def same(a: Ratios, b: Ratios) -> bool:
