@@ -15,8 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 # runtime one.  unused-ignore keeps this line clean wherever numpy is found.
 import numpy as np  # type: ignore[import-not-found, unused-ignore]
 
-from .rates import HistoryEntry
-from .sampling import AgentLevels, agent_levels
+from .rates import HistoryEntry, Rates
+from .sampling import STORE_OVERHEAD_BYTES_PER_OBJECT, AgentLevels, agent_levels
 from .topology import CacheTier
 
 MIB = 1 << 20
@@ -286,6 +286,20 @@ class _Series:
 _SERIES_FIELDS = tuple(f.name for f in dataclasses.fields(_Series))
 
 
+def _inflow_bps(r: Rates) -> float:
+    """Bytes/s becoming dirty: dirty growth plus what was flushed meanwhile,
+    capped by the client writes the cache served.  Nothing turns dirty
+    without a client write landing in the cache (proxied writes land in the
+    base), and a PG reports its writes, dirty count and flushes together,
+    so the cap is exact; without it, a dirty count that moves against the
+    average object size (evictions, hit set archives) reads as writes while
+    the agent flushes and no client writes, and idle never comes.  The cap
+    counts the agent's per-object overhead once per write (a write dirties
+    at most one object), as the dirty bytes do."""
+    written = r.write_bytes_sec + STORE_OVERHEAD_BYTES_PER_OBJECT * r.write_ops_sec
+    return min(max(r.dirty_bytes_growth_sec + r.flush_bytes_sec, 0.0), max(written, 0.0))
+
+
 def _series(history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
     rows: List[Tuple[float, ...]] = []
     prev_user: Optional[int] = None
@@ -297,7 +311,7 @@ def _series(history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
                       else (levels.user_bytes - prev_user) / r.interval_s)
             rows.append((
                 e.sample.mono, r.interval_s,
-                max(r.dirty_bytes_growth_sec + r.flush_bytes_sec, 0.0),
+                _inflow_bps(r),
                 r.flush_bytes_sec, r.evict_bytes_sec, r.promote_ops_sec,
                 r.read_ops_sec + r.write_ops_sec, r.read_bytes_sec, r.write_bytes_sec,
                 _opt(r.proxied_read_ops_sec), _opt(r.proxied_write_ops_sec),

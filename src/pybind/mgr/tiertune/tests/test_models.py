@@ -301,6 +301,24 @@ def test_synthetic_bursts_are_counted_and_idle_follows():
     assert m.predictions.time_to_dirty_high_s is None
 
 
+def test_synthetic_flushing_without_client_writes_is_idle_even_when_counts_skew():
+    # The CI failure this pins: after a burst, the agent flushed while the
+    # dirty count lagged the flush count (here: 64 flushed, dirty down only
+    # 32), which read as 32 MiB of new dirty data per step although no
+    # client wrote; the pool never went idle and the dirty ratio was kept.
+    sim = Sim(make_tier())
+    for _ in range(3):
+        sim.write_new(64)
+    for _ in range(3):
+        sim.step(num_flush=64, num_flush_kb=64 * 1024, num_objects_dirty=-32,
+                 num_flush_mode_low=4)
+    m = sim.fit()
+    assert m.inflow.state == 'idle' and m.inflow.idle_for_s == pytest.approx(90)
+    # ...and writes that do land still count, overhead included
+    sim.write_new(64)
+    assert sim.fit().inflow.state != 'idle'
+
+
 def test_synthetic_hit_curve_with_too_few_points_is_too_thin():
     sim = Sim(make_tier())
     for _ in range(6):
