@@ -5,10 +5,15 @@ bench).  Schema (sizes as 4MiB / 1GiB / plain bytes; durations in seconds):
 
     name: bursty-write-fits                  # required, [a-z0-9-]
     description: text                        # required
-    cache: {target_max_bytes: 1GiB, pg_num: 32}          # required
+    cache: {target_max_bytes: 1GiB, pg_num: 32,          # required
+            hit_set_period_s: 60, min_read_recency: 1, min_write_recency: 0,
+            promote_max_mib_s_per_osd: 1024, promote_max_objects_s_per_osd: 10000}
+                                             # optional ones: these defaults (the
+                                             # local cluster harness's settings)
     object_size: 4MiB                        # default 4MiB
     sim: {cache_bandwidth_mib_s: 400, base_bandwidth_mib_s: 40,
-          base_latency_ms: 20}               # simulator only; these are defaults
+          base_latency_ms: 20, cache_latency_ms: 0.5, cache_osds: 4}
+                                             # simulator only; these are defaults
     phases:                                  # required, at least one
       - name: burst                          # required
         duration_s: 60                       # required, > 0
@@ -23,7 +28,7 @@ bench).  Schema (sizes as 4MiB / 1GiB / plain bytes; durations in seconds):
 """
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -78,6 +83,21 @@ class SimParams:
     cache_bandwidth_mib_s: float = 400.0
     base_bandwidth_mib_s: float = 40.0
     base_latency_ms: float = 20.0
+    cache_latency_ms: float = 0.5
+    cache_osds: float = 4
+
+
+@dataclass(frozen=True)
+class TierParams:
+    """Hit sets and promotion: they decide what reaches the cache at all,
+    so both backends set them (the defaults are the local cluster
+    harness's: new objects written are absorbed, reads promote on a
+    second access within a hit set period)."""
+    hit_set_period_s: float = 60.0
+    min_read_recency: float = 1
+    min_write_recency: float = 0
+    promote_max_mib_s_per_osd: float = 1024.0
+    promote_max_objects_s_per_osd: float = 10000.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +109,7 @@ class Scenario:
     object_size: int
     sim: SimParams
     phases: Tuple[Phase, ...]
+    tier: TierParams = field(default_factory=TierParams)
     repeat: int = 1
     source: Optional[str] = field(default=None, compare=False)
 
@@ -106,6 +127,10 @@ class Scenario:
                 out.append((t, p))
                 t += p.duration_s
         return out
+
+
+SIM_KEYS = tuple(f.name for f in fields(SimParams))
+TIER_KEYS = tuple(f.name for f in fields(TierParams))
 
 
 def _known(d: Mapping[str, Any], allowed: Tuple[str, ...], where: str) -> None:
@@ -193,15 +218,18 @@ def from_dict(d: Any, source: Optional[str] = None) -> Scenario:
     cache = d.get('cache')
     if not isinstance(cache, dict):
         raise ScenarioError(f'{name}: cache is required (target_max_bytes, pg_num)')
-    _known(cache, ('target_max_bytes', 'pg_num'), 'cache')
+    _known(cache, ('target_max_bytes', 'pg_num') + TIER_KEYS, 'cache')
     object_size = parse_size(d.get('object_size', '4MiB'), 'object_size')
     sim = d.get('sim') or {}
-    _known(sim, ('cache_bandwidth_mib_s', 'base_bandwidth_mib_s', 'base_latency_ms'), 'sim')
+    _known(sim, SIM_KEYS, 'sim')
     defaults = SimParams()
     simp = SimParams(**{k: float(_num(sim, k, 'sim', default=getattr(defaults, k),
-                                       strict=(k != 'base_latency_ms')))
-                        for k in ('cache_bandwidth_mib_s', 'base_bandwidth_mib_s',
-                                  'base_latency_ms')})
+                                       strict=not k.endswith('_latency_ms')))
+                        for k in SIM_KEYS})
+    tdef = TierParams()
+    tier = TierParams(**{k: float(_num(cache, k, 'cache', default=getattr(tdef, k),
+                                       strict=not k.startswith('min_')))
+                         for k in TIER_KEYS})
     phases = d.get('phases')
     if not isinstance(phases, list) or not phases:
         raise ScenarioError(f'{name}: phases must be a non-empty list')
@@ -209,7 +237,7 @@ def from_dict(d: Any, source: Optional[str] = None) -> Scenario:
         name=name, description=str(d['description']).strip(),
         target_max_bytes=parse_size(cache.get('target_max_bytes'), 'cache.target_max_bytes'),
         pg_num=int(_num(cache, 'pg_num', 'cache')), object_size=object_size, sim=simp,
-        phases=tuple(_phase(p, i, object_size) for i, p in enumerate(phases)),
+        phases=tuple(_phase(p, i, object_size) for i, p in enumerate(phases)), tier=tier,
         repeat=int(_num(d, 'repeat', name, default=1)), source=source)
 
 

@@ -1,0 +1,156 @@
+"""Run one scenario under one policy on the simulator: a RunRecord."""
+
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from policies import (CEPH_DEFAULTS, TIERTUNE_SETTINGS, TIERTUNE_SLEEP_INTERVAL_S, PolicyError,
+                      PolicySpec, TiertuneDriver)
+from record import SERIES_KEYS, RunRecord, throughput_stats, weighted_percentile
+from scenario import Scenario
+from simulator import mgr_view
+from simulator.tier import MiB, Ratios, TierSim
+from simulator.workload import Timeline, all_key_counts, make_bins
+
+# The simulator's step: the agent and the clients advance this much at once.
+STEP_S = 1.0
+# Series in the record are aggregated to at most this many rows.
+SERIES_ROWS = 1500
+# Clairvoyant: the dirty ratio's floor and ceiling are tiertune's default
+# bounds, so the reference plays by the same limits.
+CLAIRVOYANT_FLOOR, CLAIRVOYANT_CEILING = 0.1, 0.6
+
+RATIO_VARS = (('cache_target_dirty_ratio', 0), ('cache_target_dirty_high_ratio', 1),
+              ('cache_target_full_ratio', 2))
+
+
+def _set_all(sim: TierSim, r: Tuple[float, float, float]) -> None:
+    """Set the ratios in an order that keeps them ordered (as tiertune does)."""
+    cur = (sim.ratios.dirty, sim.ratios.dirty_high, sim.ratios.full)
+    order = RATIO_VARS if r[0] <= cur[0] else tuple(reversed(RATIO_VARS))
+    for var, i in order:
+        if abs(cur[i] - r[i]) > 1e-9:
+            sim.pool_set(var, f'{r[i]:.6f}')
+
+
+def _clairvoyant_target(sc: Scenario, t: float) -> float:
+    """Ceiling while a phase that writes runs; floor otherwise (before the
+    next write phase)."""
+    now = None
+    for start, ph in sc.timeline():
+        if start <= t:
+            now = ph
+    writes = now is not None and now.op in ('write', 'mixed')
+    return CLAIRVOYANT_CEILING if writes else CLAIRVOYANT_FLOOR
+
+
+def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
+             log: Callable[[str], None] = lambda m: None) -> RunRecord:
+    if policy.kind == 'best-static':
+        raise PolicyError('best-static is a search over static runs (see run.py)')
+    started = time.process_time()
+    bins = make_bins(all_key_counts(sc))
+    ratios = policy.ratios if policy.kind == 'static' and policy.ratios else CEPH_DEFAULTS
+    sim = TierSim(sc, bins, Ratios(*ratios), seed=seed)
+    timeline = Timeline(sc, bins)
+    driver: Optional[TiertuneDriver] = None
+    changes: List[Dict[str, float]] = [{'t': 0.0, 'dirty': ratios[0],
+                                        'dirty_high': ratios[1], 'full': ratios[2]}]
+    applied = 0
+    if policy.kind == 'tiertune':
+        get = mgr_view.getter(sim)
+
+        def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+            return sim.pool_set(var, val)
+        tier = sc.tier
+        driver = TiertuneDriver(get, pool_set, osds=sim.osds,
+                                promote_objects_s=tier.promote_max_objects_s_per_osd,
+                                promote_bytes_s=tier.promote_max_mib_s_per_osd * MiB, log=log)
+    next_tick = 0.0
+    steps = int(np.ceil(sc.duration_s / STEP_S))
+    tput = np.zeros(steps)
+    offered = np.zeros(steps, dtype=bool)
+    dirty = np.zeros(steps)
+    fill = np.zeros(steps)
+    wp99 = np.full(steps, np.nan)
+    wl: List[Tuple[float, float]] = []
+    rl: List[Tuple[float, float]] = []
+    blocked_s = 0.0
+    total_bytes = ops = hits = 0.0
+    for i in range(steps):
+        t = i * STEP_S
+        before = sim.epoch
+        if driver is not None and t >= next_tick:
+            driver.tick(mono=t, wall=1.7e9 + t)
+            next_tick = t + TIERTUNE_SLEEP_INTERVAL_S
+        elif policy.kind == 'clairvoyant':
+            d = _clairvoyant_target(sc, t)
+            if abs(d - sim.ratios.dirty) > 1e-9:
+                _set_all(sim, (d, max(sim.ratios.dirty_high, d), sim.ratios.full))
+        if sim.epoch != before:
+            applied += 1
+            r = sim.ratios
+            changes.append({'t': t, 'dirty': r.dirty, 'dirty_high': r.dirty_high,
+                            'full': r.full})
+        res = sim.step(STEP_S, timeline.at(t))
+        tput[i] = res.bytes_done / STEP_S / MiB
+        offered[i] = res.offered
+        total_bytes += res.bytes_done
+        ops += res.ops_done
+        hits += res.ops_hit
+        wl += res.write_lat
+        rl += res.read_lat
+        blocked_s += STEP_S if res.blocked else 0.0
+        wp99[i] = weighted_percentile([x for x, _ in res.write_lat],
+                                      [w for _, w in res.write_lat], 0.99) or np.nan
+        dirty[i], fill[i] = sim.pool_levels()
+
+    def pct(lat: List[Tuple[float, float]], q: float) -> Optional[float]:
+        v = weighted_percentile([x for x, _ in lat], [w for _, w in lat], q)
+        return None if v is None else v * 1000.0
+    wmax = max((x for x, w in wl if w > 0), default=None)
+    metrics = {
+        **throughput_stats(tput, offered, total_bytes / MiB, sc.duration_s),
+        'write_lat_ms_p50': pct(wl, 0.5), 'write_lat_ms_p99': pct(wl, 0.99),
+        'write_lat_ms_p999': pct(wl, 0.999),
+        'write_lat_ms_max': None if wmax is None else wmax * 1000.0,
+        'read_lat_ms_p99': pct(rl, 0.99),
+        'blocked_write_s': blocked_s,
+        'flushed_bytes': sim.totals.cache['num_flush_kb'] * 1024,
+        'promotes': sim.totals.cache['num_promote'],
+        'hit_ratio': hits / ops if ops > 0 else None,
+        'ratio_changes': applied,
+    }
+    series = _aggregate(steps, tput, wp99, dirty, fill)
+    return RunRecord(
+        scenario=sc.name, policy=policy.name, backend='sim', metrics=metrics, series=series,
+        ratio_changes=changes,
+        how=(f'simulator (tools/bench/simulator), {STEP_S:g} s steps, seed {seed}: '
+             'throughput = client bytes completed per step; latencies are per-op-class '
+             'model latencies weighted by op counts (blocked writes: their wait, spread '
+             'evenly); blocked_write_s = steps in which some write waited on a FULL PG; '
+             'hit_ratio = client ops served by the cache (hits) / all client ops'),
+        params={'step_s': STEP_S, 'seed': seed, 'bins': bins.count, 'pg_num': sc.pg_num,
+                'cache_osds': sim.osds, 'cpu_s': round(time.process_time() - started, 2),
+                'tiertune_sleep_interval_s': TIERTUNE_SLEEP_INTERVAL_S,
+                'tiertune_settings': dict(TIERTUNE_SETTINGS)})
+
+
+def _aggregate(steps: int, tput: np.ndarray, wp99: np.ndarray, dirty: np.ndarray,
+               fill: np.ndarray) -> Dict[str, List[float]]:
+    k = max(1, int(np.ceil(steps / SERIES_ROWS)))
+    rows = int(np.ceil(steps / k))
+
+    def agg(x: np.ndarray, how: str) -> List[float]:
+        pad = np.full(rows * k, np.nan)
+        pad[:steps] = x
+        m = pad.reshape(rows, k)
+        with np.errstate(all='ignore'):
+            out = np.nanmax(m, axis=1) if how == 'max' else np.nanmean(m, axis=1)
+        return [float(v) for v in out]
+    cols = {'t': [float(i * k * STEP_S) for i in range(rows)],
+            'throughput_mib_s': agg(tput, 'mean'), 'write_lat_ms_p99': agg(wp99 * 1000, 'max'),
+            'dirty': agg(dirty, 'mean'), 'fill': agg(fill, 'mean')}
+    assert tuple(cols) == SERIES_KEYS
+    return cols
