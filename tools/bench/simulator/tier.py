@@ -190,13 +190,11 @@ class TierSim:
     def step(self, dt: float, d: Demand) -> StepResult:
         self.choose_modes()
         res = StepResult()
-        sim, tier = self.sc.sim, self.sc.tier
+        sim = self.sc.sim
         bw_base = sim.base_bandwidth_mib_s * MiB
         bw_cache = sim.cache_bandwidth_mib_s * MiB
         lat_base = sim.base_latency_ms / 1000.0
-        lat_cache = sim.cache_latency_ms / 1000.0
         stretch_b = 1.0 / (1.0 - min(self.util_base, UTILIZATION_CAP))
-        stretch_c = 1.0 / (1.0 - min(self.util_cache, UTILIZATION_CAP))
         S = self.S
         full_pg = self.evict_mode == EVICT_FULL
 
@@ -213,96 +211,14 @@ class TierSim:
                 flush_pg[on] = quota / flush_time * dt / on.sum()
         flush_pg = np.minimum(flush_pg, self.D.sum(axis=1))
 
-        # --- clients ---------------------------------------------------------------
-        cached = self.C + self.D
-        with np.errstate(invalid='ignore', divide='ignore'):
-            hit = np.where(self.N > 0, cached / self.N, 0.0)
+        # --- clients, and the base shared with the flushes -------------------------
+        flush_bytes = float(flush_pg.sum()) * S
+        base_bytes = cache_bytes = 0.0
+        base_share = min(1.0, bw_base * dt / flush_bytes) if flush_bytes > 0 else 1.0
         if d.active:
             res.offered = True
-            share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]  # op share
-            eligible_r = self._recency(tier.min_read_recency)
-            eligible_w = self._recency(tier.min_write_recency)
-            miss = share * (1.0 - hit)
-            hit_share = float((share * hit).sum())
-            full_row = full_pg[:, None]
-            # misses by fate, as shares of all ops (before the throttle)
-            rf = d.read_fraction
-            r_promote = rf * float((miss * eligible_r * ~full_row).sum())
-            r_proxy = rf * float(miss.sum()) - r_promote
-            w_block = (1 - rf) * float((miss * full_row).sum())
-            w_promote = (1 - rf) * float((miss * eligible_w * ~full_row).sum())
-            w_proxy = (1 - rf) * float(miss.sum()) - w_block - w_promote
-            bs = float(d.block_size)
-            l_hit = lat_cache + bs / bw_cache * stretch_c
-            l_proxy = lat_base + bs / bw_base * stretch_b
-            l_prom_r = lat_base + S / bw_base * stretch_b + l_hit
-            l_prom_w = lat_base + (S / bw_base * stretch_b if bs < S else 0.0) + l_hit
-            in_flight_blocked = float(self.blocked.sum())
-            threads = max(d.threads - in_flight_blocked, 0.0)
-            flowing = 1.0 - w_block
-            mean_lat = (hit_share * l_hit + r_promote * l_prom_r + w_promote * l_prom_w
-                        + (r_proxy + w_proxy) * l_proxy) / max(flowing, 1e-9)
-            # ops issued this step: closed loop (Little) or the fixed rate,
-            # never more than the free threads allow
-            cap = threads / max(mean_lat, 1e-6) / max(flowing, 1e-9) if flowing > 0 \
-                else threads / dt
-            ops = cap if d.rate_bytes_s is None else min(d.rate_bytes_s / bs, cap)
-            n = ops * dt
-            # the promote throttle (per OSD; PGs spread evenly over OSDs)
-            promo = n * (r_promote + w_promote)
-            limit = dt * self.osds * min(tier.promote_max_objects_s_per_osd,
-                                         tier.promote_max_mib_s_per_osd * MiB / S)
-            keep = min(1.0, limit / promo) if promo > 0 else 1.0
-            r_proxy += r_promote * (1 - keep)
-            w_proxy += w_promote * (1 - keep)
-            r_promote *= keep
-            w_promote *= keep
-            # state changes, per (PG, bin)
-            ops_pb = n * share
-            self.acc += np.divide(ops_pb, self.N, out=np.zeros_like(ops_pb), where=self.N > 0)
-            U = np.maximum(self.N - cached, 0.0)
-            wn = ops_pb * (1 - rf)
-            rn = ops_pb * rf
-            promoted_r = np.minimum(rn * (1 - hit) * eligible_r * ~full_row * keep, U)
-            promoted_w = np.minimum(wn * (1 - hit) * eligible_w * ~full_row * keep,
-                                    U - promoted_r)
-            with np.errstate(invalid='ignore', divide='ignore'):
-                clean_share = np.where(cached > 0, self.C / cached, 0.0)
-            dirtied = np.minimum(wn * hit * clean_share, self.C)
-            self.C += promoted_r - dirtied
-            self.D += promoted_w + dirtied
-            blocked_now = (wn * (1 - hit) * full_row).sum(axis=1)
-            # blocked writes hold their threads until their PG leaves FULL
-            room = max(d.threads - in_flight_blocked, 0.0)
-            add = blocked_now * (min(room / blocked_now.sum(), 1.0) if blocked_now.sum() else 0.0)
-            newly = (add > 0) & np.isnan(self.blocked_since)
-            self.blocked_since[newly] = self.t
-            self.blocked += add
-            flowing_ops = n * (1 - w_block)
-            res.ops_done = flowing_ops
-            res.ops_hit = n * hit_share
-            res.bytes_done = flowing_ops * bs
-            res.write_lat += [(l_hit, float((wn * hit).sum())), (l_prom_w, n * w_promote),
-                              (l_proxy, n * w_proxy)]
-            res.read_lat += [(l_hit, float((rn * hit).sum())), (l_prom_r, n * r_promote),
-                             (l_proxy, n * r_proxy)]
-            c = self.totals.cache
-            cache_r = float((rn * hit).sum()) + n * r_promote
-            cache_w = float((wn * hit).sum()) + n * w_promote
-            c['num_read'] += cache_r
-            c['num_read_kb'] += cache_r * bs / 1024
-            c['num_write'] += cache_w
-            c['num_write_kb'] += cache_w * bs / 1024
-            c['num_promote'] += float(promoted_r.sum() + promoted_w.sum())
-            b = self.totals.base
-            b['num_read'] += n * r_proxy + float(promoted_r.sum() + promoted_w.sum())
-            b['num_read_kb'] += (n * r_proxy * bs + float(promoted_r.sum()) * S) / 1024
-            b['num_write'] += n * w_proxy
-            b['num_write_kb'] += n * w_proxy * bs / 1024
-            base_bytes = n * (r_proxy + w_proxy) * bs + float(promoted_r.sum()) * S
-            cache_bytes = res.bytes_done + float(promoted_r.sum() + promoted_w.sum()) * S
-        else:
-            base_bytes = cache_bytes = 0.0
+            cache_bytes, base_bytes, base_share = self._clients(dt, d, full_pg, flush_bytes, res)
+        flush_pg *= base_share
 
         # --- flush and evict -----------------------------------------------------
         Dp = self.D.sum(axis=1)
@@ -336,12 +252,17 @@ class TierSim:
         release = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
         if release.any():
             for p in np.flatnonzero(release):
+                n = float(self.blocked[p])
                 wait = self.t + dt - self.blocked_since[p]
                 pts = (np.arange(BLOCKED_SPREAD_POINTS) + 0.5) / BLOCKED_SPREAD_POINTS * wait
-                res.write_lat += [(float(x), self.blocked[p] / BLOCKED_SPREAD_POINTS)
-                                  for x in pts]
-                res.ops_done += self.blocked[p]
-                res.bytes_done += self.blocked[p] * float(d.block_size or S)
+                res.write_lat += [(float(x), n / BLOCKED_SPREAD_POINTS) for x in pts]
+                res.ops_done += n
+                res.bytes_done += n * float(d.block_size or S)
+                # requeued, they promote and land dirty (objects the PG lacks)
+                free = np.maximum(self.N[p] - self.C[p] - self.D[p], 0.0)
+                if free.sum() > 0:
+                    self.D[p] += free * min(n / free.sum(), 1.0)
+                    self.totals.cache['num_promote'] += min(n, float(free.sum()))
             self.blocked[release] = 0.0
             self.blocked_since[release] = math.nan
         res.blocked = bool((self.blocked > 0).any())
@@ -355,6 +276,116 @@ class TierSim:
             self.acc[:] = 0.0
             self.next_roll += self.hit_set_period
         return res
+
+    def _clients(self, dt: float, d: Demand, full_pg: np.ndarray, flush_bytes: float,
+                 res: StepResult) -> Tuple[float, float, float]:
+        """The clients' ops for one step: what they hit, promote, proxy or
+        block on.  Returns (cache bytes, base bytes, the share of the
+        planned flushes the base still has room for)."""
+        sim, tier = self.sc.sim, self.sc.tier
+        S, bs = self.S, float(d.block_size)
+        bw_base, bw_cache = sim.base_bandwidth_mib_s * MiB, sim.cache_bandwidth_mib_s * MiB
+        stretch_b = 1.0 / (1.0 - min(self.util_base, UTILIZATION_CAP))
+        stretch_c = 1.0 / (1.0 - min(self.util_cache, UTILIZATION_CAP))
+        lat_base, lat_cache = sim.base_latency_ms / 1000.0, sim.cache_latency_ms / 1000.0
+        l_hit = lat_cache + bs / bw_cache * stretch_c
+        l_proxy = lat_base + bs / bw_base * stretch_b
+        l_prom_r = lat_base + S / bw_base * stretch_b + l_hit
+        # a write of a whole object still promotes, but has nothing to copy
+        # that matters for its latency beyond the base round trip
+        prom_w_base = S if bs < S else 0.0
+        l_prom_w = lat_base + prom_w_base / bw_base * stretch_b + l_hit
+
+        cached = self.C + self.D
+        with np.errstate(invalid='ignore', divide='ignore'):
+            hit = np.where(self.N > 0, cached / self.N, 0.0)
+        share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]
+        open_row = (~full_pg)[:, None]
+        rf = d.read_fraction
+        elig_r = self._recency(tier.min_read_recency) * open_row
+        elig_w = self._recency(tier.min_write_recency) * open_row
+        miss = share * (1.0 - hit)
+        # each fate's share of all ops, before the throttle and the room
+        h = float((share * hit).sum())
+        pr = rf * float((miss * elig_r).sum())
+        pw = (1 - rf) * float((miss * elig_w).sum())
+        blk = (1 - rf) * float((miss * ~open_row).sum())
+        px = float(miss.sum()) - pr - pw - blk
+        flowing = max(1.0 - blk, 1e-9)
+        mean_lat = (h * l_hit + pr * l_prom_r + pw * l_prom_w + px * l_proxy) / flowing
+        threads = max(d.threads - float(self.blocked.sum()), 0.0)
+        n = threads * dt / max(mean_lat, 1e-6)        # closed loop (Little's law)
+        if d.rate_bytes_s is not None:
+            n = min(n, d.rate_bytes_s / bs * dt)
+        # hard capacities within the step: the cache's bandwidth, and the
+        # base's, shared with the agent's flushes in proportion to demand
+        per_op_cache = h * bs + pr * (S + bs) + pw * max(S, bs)
+        per_op_base = px * bs + pr * S + pw * prom_w_base
+        k = 1.0
+        if n * per_op_cache > bw_cache * dt:
+            k = bw_cache * dt / (n * per_op_cache)
+        base_share = 1.0
+        want_base = n * k * per_op_base + flush_bytes
+        if want_base > bw_base * dt:
+            base_share = bw_base * dt / want_base
+            k *= base_share
+        n *= k
+        # the promote throttle, per OSD (PGs spread evenly over OSDs)
+        promo = n * (pr + pw)
+        limit = dt * self.osds * min(tier.promote_max_objects_s_per_osd,
+                                     tier.promote_max_mib_s_per_osd * MiB / S)
+        keep = min(1.0, limit / promo) if promo > 0 else 1.0
+
+        ops = n * share
+        self.acc += np.divide(ops, self.N, out=np.zeros_like(ops), where=self.N > 0)
+        rn, wn = ops * rf, ops * (1 - rf)
+        free = np.maximum(self.N - cached, 0.0)
+        prom_r = np.minimum(rn * (1 - hit) * elig_r * keep, free)
+        prom_w = np.minimum(wn * (1 - hit) * elig_w * keep, free - prom_r)
+        # a PG takes promotions until it is over its budget (FULL): the
+        # writes past that wait, the reads past it are proxied
+        room = np.maximum(self.budget / self.avg - cached.sum(axis=1), 0.0)
+        want = prom_r.sum(axis=1) + prom_w.sum(axis=1)
+        fit = np.divide(room, want, out=np.ones_like(room), where=want > room)[:, None]
+        over_w = prom_w * (1 - fit)
+        prom_r, prom_w = prom_r * fit, prom_w * fit
+        with np.errstate(invalid='ignore', divide='ignore'):
+            clean_share = np.where(cached > 0, self.C / cached, 0.0)
+        dirtied = np.minimum(wn * hit * clean_share, self.C)
+        self.C += prom_r - dirtied
+        self.D += prom_w + dirtied
+
+        block_pg = (wn * (1 - hit) * ~open_row).sum(axis=1) + over_w.sum(axis=1)
+        if block_pg.sum() > threads:
+            block_pg *= threads / block_pg.sum()       # only so many threads to block
+        newly = (block_pg > 0) & np.isnan(self.blocked_since)
+        self.blocked_since[newly] = self.t
+        self.blocked += block_pg
+
+        w_hit, r_hit = float((wn * hit).sum()), float((rn * hit).sum())
+        w_prom, r_prom = float(prom_w.sum()), float(prom_r.sum())
+        w_px = max(float((wn * (1 - hit)).sum()) - w_prom
+                   - float((wn * (1 - hit) * ~open_row).sum()) - float(over_w.sum()), 0.0)
+        r_px = max(float((rn * (1 - hit)).sum()) - r_prom, 0.0)
+        flowing_ops = w_hit + r_hit + w_prom + r_prom + w_px + r_px
+        res.ops_done += flowing_ops
+        res.ops_hit += w_hit + r_hit
+        res.bytes_done += flowing_ops * bs
+        res.write_lat += [(l_hit, w_hit), (l_prom_w, w_prom), (l_proxy, w_px)]
+        res.read_lat += [(l_hit, r_hit), (l_prom_r, r_prom), (l_proxy, r_px)]
+        c, b = self.totals.cache, self.totals.base
+        c['num_read'] += r_hit + r_prom
+        c['num_read_kb'] += (r_hit + r_prom) * bs / 1024
+        c['num_write'] += w_hit + w_prom
+        c['num_write_kb'] += (w_hit + w_prom) * bs / 1024
+        c['num_promote'] += r_prom + w_prom
+        b['num_read'] += r_px + r_prom + w_prom
+        b['num_read_kb'] += (r_px * bs + r_prom * S + w_prom * prom_w_base) / 1024
+        b['num_write'] += w_px
+        b['num_write_kb'] += w_px * bs / 1024
+        cache_bytes = (w_hit + r_hit) * bs + r_prom * (S + bs) + w_prom * max(S, bs)
+        base_bytes = (w_px + r_px) * bs + r_prom * S + w_prom * prom_w_base
+        return cache_bytes, base_bytes, base_share
 
     def _recency(self, need: float) -> np.ndarray:
         """Per (PG, bin): the fraction of objects a miss may promote."""

@@ -1,0 +1,141 @@
+"""A suite's records as a Markdown table, the issue's checks, and plots."""
+
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from record import RunRecord
+from scenario import Scenario
+
+TABLE_COLUMNS = (('throughput_mib_s_mean', 'MiB/s mean', 1), ('throughput_mib_s_min', 'min', 1),
+                 ('write_lat_ms_p50', 'wr p50 ms', 1), ('write_lat_ms_p99', 'wr p99 ms', 1),
+                 ('write_lat_ms_p999', 'wr p99.9 ms', 1), ('read_lat_ms_p99', 'rd p99 ms', 1),
+                 ('blocked_write_s', 'blocked s', 0), ('hit_ratio', 'hit ratio', 3),
+                 ('flushed_bytes', 'flushed GiB', 2), ('ratio_changes', 'changes', 0))
+DEFAULT = 'static:0.4,0.6,0.8'
+# The issue's bars, as written.
+THROUGHPUT_FLOOR = 0.95          # tiertune >= 95% of Ceph defaults' mean throughput
+FITS_P99_FACTOR = 0.5            # p99 write <= 0.5x defaults on bursty-write-fits
+CLAIRVOYANT_MARGIN = 0.10        # within 10% of clairvoyant on the primary metric
+
+
+def _cell(key: str, v: Any, digits: int) -> str:
+    if v is None:
+        return '-'
+    if key == 'flushed_bytes':
+        v = v / 2 ** 30
+    return f'{v:.{digits}f}'
+
+
+def _primary(sc: Scenario) -> tuple:
+    writes = any(p.op in ('write', 'mixed') for p in sc.phases)
+    return ('write_lat_ms_p99', True) if writes else ('hit_ratio', False)
+
+
+def _better_or_equal(a: Optional[float], b: Optional[float], lower: bool,
+                     slack: float = 0.0) -> Optional[bool]:
+    """a is at least as good as b, b given slack (a fraction of b)."""
+    if a is None or b is None:
+        return None
+    return a <= b * (1 + slack) + 1e-9 if lower else a >= b * (1 - slack) - 1e-9
+
+
+def checks(sc: Scenario, by_policy: Mapping[str, RunRecord]) -> List[str]:
+    """The issue's must-show lines for one scenario: PASS/FAIL with figures."""
+    key, lower = _primary(sc)
+    tt = by_policy.get('tiertune')
+    out: List[str] = []
+    if tt is None:
+        return out
+    v = tt.metrics.get(key)
+
+    def line(ok: Optional[bool], text: str) -> None:
+        out.append(f'{"n/a " if ok is None else "PASS" if ok else "FAIL"} {text}')
+    best = by_policy.get('best-static')
+    if best is not None:
+        b = best.metrics.get(key)
+        line(_better_or_equal(v, b, lower),
+             f'{key} tiertune {v} vs best-static ({best.params.get("best_static")}) {b}')
+    dflt = by_policy.get(DEFAULT)
+    if dflt is not None:
+        t, d = tt.metrics.get('throughput_mib_s_mean'), dflt.metrics.get('throughput_mib_s_mean')
+        line(None if t is None or d is None else t >= THROUGHPUT_FLOOR * d,
+             f'mean throughput tiertune {t} vs Ceph defaults {d} (floor {THROUGHPUT_FLOOR:g}x)')
+        if sc.name == 'bursty-write-fits':
+            a, b = tt.metrics.get('write_lat_ms_p99'), dflt.metrics.get('write_lat_ms_p99')
+            line(None if a is None or b is None else a <= FITS_P99_FACTOR * b,
+                 f'p99 write tiertune {a} vs Ceph defaults {b} (bar {FITS_P99_FACTOR:g}x)')
+    cv = by_policy.get('clairvoyant')
+    if cv is not None:
+        c = cv.metrics.get(key)
+        line(_better_or_equal(v, c, lower, CLAIRVOYANT_MARGIN),
+             f'{key} tiertune {v} within {CLAIRVOYANT_MARGIN:.0%} of clairvoyant {c}')
+    return out
+
+
+def markdown(records: Sequence[RunRecord], scenarios: Mapping[str, Scenario]) -> str:
+    lines: List[str] = []
+    for name, sc in scenarios.items():
+        recs = [r for r in records if r.scenario == name]
+        if not recs:
+            continue
+        key, lower = _primary(sc)
+        lines += [f'### {name} ({recs[0].backend})', '',
+                  f'Primary metric: {key} ({"lower" if lower else "higher"} is better).', '',
+                  '| policy | ' + ' | '.join(c[1] for c in TABLE_COLUMNS) + ' |',
+                  '|---|' + '---:|' * len(TABLE_COLUMNS)]
+        for r in recs:
+            label = r.policy
+            if r.policy == 'best-static':
+                label += f' ({r.params.get("best_static", "?")})'
+            lines.append(f'| {label} | ' + ' | '.join(_cell(k, r.metrics.get(k), dg)
+                                                     for k, _, dg in TABLE_COLUMNS) + ' |')
+        found = checks(sc, {r.policy: r for r in recs})
+        if found:
+            lines += [''] + [f'- {c}' for c in found]
+        lines.append('')
+    return '\n'.join(lines)
+
+
+def plot(records: Sequence[RunRecord], name: str, path: Path) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    recs = [r for r in records if r.scenario == name]
+    fig, ax = plt.subplots(4, 1, figsize=(10, 11), sharex=True)
+    for r in recs:
+        s = r.series
+        t = s['t']
+        ax[0].plot(t, s['throughput_mib_s'], label=r.policy, lw=0.8)
+        ax[1].plot(t, s['write_lat_ms_p99'], label=r.policy, lw=0.8)
+        line, = ax[2].plot(t, s['dirty'], label=f'{r.policy} dirty', lw=0.8)
+        ax[2].plot(t, s['fill'], ls=':', color=line.get_color(), lw=0.8)
+        ch = r.ratio_changes
+        end = t[-1] if t else 0.0
+        ax[3].step([c['t'] for c in ch] + [end], [c['dirty'] for c in ch] + [ch[-1]['dirty']],
+                   where='post', label=f'{r.policy} dirty ratio', lw=0.8)
+    ax[0].set_ylabel('client MiB/s')
+    ax[1].set_ylabel('write p99 ms')
+    ax[1].set_yscale('log')
+    ax[2].set_ylabel('dirty (solid), fill (dotted)')
+    ax[3].set_ylabel('dirty ratio')
+    ax[3].set_xlabel('seconds')
+    for a in ax:
+        a.grid(alpha=0.3)
+    ax[0].legend(fontsize=7, loc='upper right')
+    ax[3].legend(fontsize=7, loc='upper right')
+    fig.suptitle(f'{name} ({recs[0].backend if recs else "?"})')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write_report(records: Sequence[RunRecord], scenarios: Dict[str, Scenario],
+                 out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md = out_dir / 'results.md'
+    md.write_text(markdown(records, scenarios))
+    for name in scenarios:
+        if any(r.scenario == name for r in records):
+            plot(records, name, out_dir / f'{name}.png')
+    print(md.read_text())
+    return md

@@ -1,0 +1,165 @@
+"""Benchmark entry point.
+
+  run.py one --scenario FILE --policy P --backend sim|cluster --out OUT.json
+  run.py suite --backend sim|cluster --out-dir DIR [--scenarios a,b] [--policies p,q]
+
+`one` is `make bench`; `suite` is `make bench-sim` / `make bench-cluster`:
+every scenario under every policy, one JSON record per run in DIR, then
+DIR/results.md (the table and the issue's checks) and DIR/<scenario>.png.
+best-static is a grid search in hindsight on the simulator; on the cluster
+backend the winner of that search is what runs.
+"""
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence, Tuple
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import policies  # noqa: E402
+import scenario as scn  # noqa: E402
+from record import RunRecord  # noqa: E402
+
+# The static grid best-static searches: tiertune's default bounds (dirty
+# 0.1..0.6, dirty_high 0.3..0.8, full 0.6..0.9), so both choose from the
+# same ratios.
+GRID_DIRTY = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+GRID_DIRTY_HIGH = (0.4, 0.6, 0.8)
+GRID_FULL = (0.6, 0.8, 0.9)
+
+SIM_POLICIES = ('static:0.4,0.6,0.8', 'static:0.3,0.4,0.7', 'best-static', 'tiertune',
+                'clairvoyant')
+CLUSTER_POLICIES = ('static:0.4,0.6,0.8', 'tiertune')
+CLUSTER_SCENARIOS = ('bursty-write-fits',)
+
+
+def primary_metric(sc: scn.Scenario) -> Tuple[str, bool]:
+    """(metric, lower is better): p99 write latency where the scenario
+    writes, hit ratio where it only reads."""
+    writes = any(p.op in ('write', 'mixed') for p in sc.phases)
+    return ('write_lat_ms_p99', True) if writes else ('hit_ratio', False)
+
+
+def score(rec: RunRecord, sc: scn.Scenario) -> Tuple[float, float]:
+    """Sort key, smaller is better: the primary metric, then mean throughput."""
+    key, lower = primary_metric(sc)
+    v = rec.metrics.get(key)
+    primary = float('inf') if v is None else (v if lower else -v)
+    return primary, -(rec.metrics.get('throughput_mib_s_mean') or 0.0)
+
+
+def grid() -> List[Tuple[float, float, float]]:
+    return [(d, h, f) for d, h, f in itertools.product(GRID_DIRTY, GRID_DIRTY_HIGH, GRID_FULL)
+            if d <= h <= f]
+
+
+def best_static(sc: scn.Scenario, log: Callable[[str], None]) -> RunRecord:
+    from simulator.run import simulate
+    best: Optional[RunRecord] = None
+    tried = []
+    for r in grid():
+        rec = simulate(sc, policies.PolicySpec('static', r))
+        tried.append({'ratios': list(r), 'primary': score(rec, sc)[0]})
+        if best is None or score(rec, sc) < score(best, sc):
+            best = rec
+    assert best is not None
+    best.params['best_static'] = best.policy
+    best.params['grid'] = tried
+    best.policy = 'best-static'
+    log(f'{sc.name}: best-static is {best.params["best_static"]}')
+    return best
+
+
+def run_one(sc: scn.Scenario, policy: str, backend: str, workdir: Path,
+            log: Callable[[str], None] = print, time_scale: float = 1.0) -> RunRecord:
+    spec = policies.parse(policy)
+    if backend == 'sim':
+        from simulator.run import simulate
+        if spec.kind == 'best-static':
+            return best_static(sc, log)
+        return simulate(sc, spec, log=lambda m: None)
+    if backend != 'cluster':
+        raise policies.PolicyError(f'unknown backend {backend!r} (sim, cluster)')
+    if spec.kind == 'clairvoyant':
+        raise policies.PolicyError('clairvoyant runs on the simulator only')
+    import cluster_backend
+    name = policy
+    if spec.kind == 'best-static':
+        name = best_static(sc, log).params['best_static']
+    rec = cluster_backend.run(sc, name, workdir, log=log, time_scale=time_scale)
+    if spec.kind == 'best-static':
+        rec.params['best_static'] = name
+        rec.policy = 'best-static'
+    return rec
+
+
+def _file_name(rec: RunRecord) -> str:
+    return f'{rec.scenario}--{rec.policy.replace(":", "_").replace(",", "_")}.json'
+
+
+def suite(backend: str, out_dir: Path, scenarios: Sequence[str], pols: Sequence[str],
+          workdir: Path, time_scale: float) -> List[RunRecord]:
+    from report import write_report
+    shipped = scn.shipped()
+    records: List[RunRecord] = []
+    loaded = {}
+    for name in scenarios:
+        sc = scn.load(shipped.get(name) or Path(name))
+        loaded[sc.name] = sc
+        for pol in pols:
+            rec = run_one(sc, pol, backend, workdir, time_scale=time_scale)
+            rec.write(out_dir / _file_name(rec))
+            records.append(rec)
+            m = rec.metrics
+            print(f'{sc.name:36s} {rec.policy:22s} p99w={m["write_lat_ms_p99"]} '
+                  f'tput={m["throughput_mib_s_mean"]} hit={m["hit_ratio"]} '
+                  f'blocked={m["blocked_write_s"]} changes={m["ratio_changes"]}', flush=True)
+    write_report(records, loaded, out_dir)
+    return records
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog='run.py', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    one = sub.add_parser('one')
+    one.add_argument('--scenario', required=True, type=Path)
+    one.add_argument('--policy', required=True)
+    one.add_argument('--backend', default='sim', choices=('sim', 'cluster'))
+    one.add_argument('--out', required=True, type=Path)
+    st = sub.add_parser('suite')
+    st.add_argument('--backend', default='sim', choices=('sim', 'cluster'))
+    st.add_argument('--out-dir', required=True, type=Path)
+    st.add_argument('--scenarios', default='')
+    st.add_argument('--policies', default='')
+    for p in (one, st):
+        p.add_argument('--workdir', type=Path, default=Path('/tmp/tiertune-bench'))
+        p.add_argument('--time-scale', type=float, default=1.0,
+                       help='cluster backend: phase durations times this')
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == 'one':
+            sc = scn.load(a.scenario)
+            rec = run_one(sc, a.policy, a.backend, a.workdir, time_scale=a.time_scale)
+            rec.write(a.out)
+            print(json.dumps({'scenario': rec.scenario, 'policy': rec.policy,
+                              'backend': rec.backend, 'metrics': rec.as_dict()['metrics']},
+                             indent=1))
+        else:
+            names = [s for s in a.scenarios.split(',') if s] or (
+                list(scn.shipped()) if a.backend == 'sim' else list(CLUSTER_SCENARIOS))
+            pols = [p for p in a.policies.split(',') if p] or list(
+                SIM_POLICIES if a.backend == 'sim' else CLUSTER_POLICIES)
+            suite(a.backend, a.out_dir, names, pols, a.workdir, a.time_scale)
+    except (scn.ScenarioError, policies.PolicyError) as e:
+        print(f'run.py: {e}', file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
