@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -54,7 +54,8 @@ def weighted_percentile(values: Sequence[float], weights: Sequence[float],
     return float(v[min(idx, v.size - 1)])
 
 
-def throughput_stats(throughput_mib_s: Sequence[float], active: Sequence[bool],
+def throughput_stats(throughput_mib_s: Union[Sequence[float], np.ndarray],
+                     active: Union[Sequence[bool], np.ndarray],
                      total_mib: float, duration_s: float) -> Dict[str, Optional[float]]:
     """Mean over the whole run (idle time included: the same for every
     policy on a scenario); min and stddev over the intervals with client IO

@@ -218,7 +218,7 @@ def from_dict(d: Any, source: Optional[str] = None) -> Scenario:
     cache = d.get('cache')
     if not isinstance(cache, dict):
         raise ScenarioError(f'{name}: cache is required (target_max_bytes, pg_num)')
-    _known(cache, ('target_max_bytes', 'pg_num') + TIER_KEYS, 'cache')
+    _known(cache, ('target_max_bytes', 'pg_num', *TIER_KEYS), 'cache')
     object_size = parse_size(d.get('object_size', '4MiB'), 'object_size')
     sim = d.get('sim') or {}
     _known(sim, SIM_KEYS, 'sim')

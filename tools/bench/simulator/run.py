@@ -4,11 +4,17 @@ import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
-
-from policies import (CEPH_DEFAULTS, TIERTUNE_SETTINGS, TIERTUNE_SLEEP_INTERVAL_S, PolicyError,
-                      PolicySpec, TiertuneDriver)
+from policies import (
+    CEPH_DEFAULTS,
+    TIERTUNE_SETTINGS,
+    TIERTUNE_SLEEP_INTERVAL_S,
+    PolicyError,
+    PolicySpec,
+    TiertuneDriver,
+)
 from record import SERIES_KEYS, RunRecord, throughput_stats, weighted_percentile
 from scenario import Scenario
+
 from simulator import mgr_view
 from simulator.tier import MiB, Ratios, TierSim
 from simulator.workload import Timeline, all_key_counts, make_bins

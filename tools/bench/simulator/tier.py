@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-
 from scenario import Scenario
+
 from simulator.workload import Demand, KeyBins
 
 MiB = float(1 << 20)
@@ -249,23 +249,7 @@ class TierSim:
 
         # --- blocked writes leave with their PG's FULL mode ------------------------
         self.choose_modes()
-        release = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
-        if release.any():
-            for p in np.flatnonzero(release):
-                n = float(self.blocked[p])
-                wait = self.t + dt - self.blocked_since[p]
-                pts = (np.arange(BLOCKED_SPREAD_POINTS) + 0.5) / BLOCKED_SPREAD_POINTS * wait
-                res.write_lat += [(float(x), n / BLOCKED_SPREAD_POINTS) for x in pts]
-                res.ops_done += n
-                res.bytes_done += n * float(d.block_size or S)
-                # requeued, they promote and land dirty (objects the PG lacks)
-                free = np.maximum(self.N[p] - self.C[p] - self.D[p], 0.0)
-                if free.sum() > 0:
-                    self.D[p] += free * min(n / free.sum(), 1.0)
-                    self.totals.cache['num_promote'] += min(n, float(free.sum()))
-            self.blocked[release] = 0.0
-            self.blocked_since[release] = math.nan
-        res.blocked = bool((self.blocked > 0).any())
+        self._release_blocked(dt, d, res)
 
         self.util_base = base_bytes / (bw_base * dt)
         self.util_cache = cache_bytes / (bw_cache * dt)
@@ -276,6 +260,33 @@ class TierSim:
             self.acc[:] = 0.0
             self.next_roll += self.hit_set_period
         return res
+
+    def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> None:
+        """Writes waiting on a PG that left FULL are requeued; each promotes
+        and lands dirty, and the PG, checking its mode on every op, goes
+        FULL again once they fill its budget: as many leave as there is
+        room for, the rest wait on."""
+        waiting = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
+        for p in np.flatnonzero(waiting):
+            room = max(self.budget / self.avg - float(self.C[p].sum() + self.D[p].sum()), 0.0)
+            free = np.maximum(self.N[p] - self.C[p] - self.D[p], 0.0)
+            n = min(float(self.blocked[p]), room, float(free.sum()))
+            if n <= 0:
+                continue
+            wait = self.t + dt - self.blocked_since[p]
+            pts = (np.arange(BLOCKED_SPREAD_POINTS) + 0.5) / BLOCKED_SPREAD_POINTS * wait
+            res.write_lat += [(float(x), n / BLOCKED_SPREAD_POINTS) for x in pts]
+            res.ops_done += n
+            res.bytes_done += n * float(d.block_size or self.S)
+            self.D[p] += free * (n / float(free.sum()))
+            self.totals.cache['num_promote'] += n
+            self.totals.cache['num_write'] += n
+            self.totals.cache['num_write_kb'] += n * float(d.block_size or self.S) / 1024
+            self.blocked[p] -= n
+            if self.blocked[p] <= 1e-9:
+                self.blocked[p] = 0.0
+                self.blocked_since[p] = math.nan
+        res.blocked = bool((self.blocked > 0).any())
 
     def _clients(self, dt: float, d: Demand, full_pg: np.ndarray, flush_bytes: float,
                  res: StepResult) -> Tuple[float, float, float]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-
 from scenario import Keys, Phase, Scenario
 
 # Bin edges grow by this factor in rank: fine enough that zipf(0.99)'s

@@ -1,0 +1,254 @@
+"""The simulator's mechanics (pure logic: a model, so no cluster), the
+tiertune policy driving the module's own code through it, and a short
+scenario end to end through the runner and the report (the harness tested,
+its figures not asserted)."""
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(BENCH))
+
+import policies  # noqa: E402
+import run as bench_run  # noqa: E402
+import scenario as scn  # noqa: E402
+from record import METRIC_KEYS, RunRecord, weighted_percentile  # noqa: E402
+from simulator import mgr_view  # noqa: E402
+from simulator.run import simulate  # noqa: E402
+from simulator.tier import (  # noqa: E402
+    EVICT_FULL,
+    FLUSH_HIGH,
+    FLUSH_IDLE,
+    FLUSH_LOW,
+    Ratios,
+    TierSim,
+)
+from simulator.workload import (  # noqa: E402
+    IDLE,
+    Timeline,
+    demand,
+    make_bins,
+    per_object_probability,
+)
+
+SHORT: Dict[str, Any] = {
+    'name': 'short', 'description': 'a burst, a rest, hot reads',
+    'cache': {'target_max_bytes': '256MiB', 'pg_num': 8, 'hit_set_period_s': 20},
+    'object_size': '4MiB',
+    'phases': [
+        {'name': 'burst', 'duration_s': 10, 'op': 'write', 'rate_mib_s': 100,
+         'keys': {'dist': 'uniform', 'count': 5000}},
+        {'name': 'rest', 'duration_s': 40, 'op': 'idle'},
+        {'name': 'hot', 'duration_s': 20, 'op': 'read', 'block_size': '64KiB', 'threads': 4,
+         'keys': {'dist': 'zipf', 'theta': 0.99, 'count': 200}},
+    ],
+    'repeat': 2,
+}
+
+
+def short(**changes: Any) -> scn.Scenario:
+    d = json.loads(json.dumps(SHORT))
+    d.update(changes)
+    return scn.from_dict(d)
+
+
+def new_sim(sc: scn.Scenario) -> TierSim:
+    return TierSim(sc, make_bins([5000, 200]), Ratios(0.4, 0.6, 0.8))
+
+
+def make_dirty(sim: TierSim, frac: float) -> None:
+    """Every PG holds frac of its budget, all dirty, spread over its objects."""
+    per_pg = sim.budget / sim.avg
+    sim.C[:] = 0
+    sim.D[:] = sim.N * (frac * per_pg / sim.N.sum(axis=1))[:, None]
+
+
+# --- workload ---------------------------------------------------------------
+
+@pytest.mark.parametrize('keys', [scn.Keys('uniform', 5000), scn.Keys('zipf', 200, 0.99),
+                                  scn.Keys('sequential', 1000)])
+def test_key_probabilities_sum_to_one_over_the_phase_keys(keys):
+    bins = make_bins([5000, 1000, 200])
+    p = per_object_probability(keys, bins)
+    assert (bins.sizes * p).sum() == pytest.approx(1.0)
+    # no key past the phase's count is touched
+    assert p[bins.edges[:-1] >= keys.count].sum() == 0
+
+
+def test_zipf_bins_put_the_hot_keys_first():
+    bins = make_bins([5000])
+    p = per_object_probability(scn.Keys('zipf', 5000, 0.99), bins)
+    assert p[0] > 100 * p[-1]
+    assert np.all(np.diff(p) <= 1e-15)
+
+
+def test_timeline_follows_the_phases_and_their_repeats():
+    sc = short()
+    tl = Timeline(sc, make_bins([5000, 200]))
+    assert [tl.at(t).phase for t in (0, 9.9, 10, 49, 50, 70, 79)] == \
+        ['burst', 'burst', 'rest', 'rest', 'hot', 'burst', 'burst']
+    assert tl.end == 140
+
+
+# --- the agent --------------------------------------------------------------
+
+def test_flush_mode_follows_the_ratios_with_slop_hysteresis():
+    sim = new_sim(short())
+
+    def set_dirty(frac: float) -> None:
+        make_dirty(sim, frac)
+    set_dirty(0.405)              # over 0.4 but inside the slop (0.4 + 0.008): stays idle
+    sim.choose_modes()
+    assert (sim.flush_mode == FLUSH_IDLE).all()
+    set_dirty(0.41)
+    sim.choose_modes()
+    assert (sim.flush_mode == FLUSH_LOW).all()
+    set_dirty(0.395)              # below 0.4 but not below 0.4 - slop: keeps flushing
+    sim.choose_modes()
+    assert (sim.flush_mode == FLUSH_LOW).all()
+    set_dirty(0.7)
+    sim.choose_modes()
+    assert (sim.flush_mode == FLUSH_HIGH).all()
+
+
+def test_over_budget_pg_is_full_and_its_writes_wait_until_it_drains():
+    sc = short()
+    sim = new_sim(sc)
+    make_dirty(sim, 1.5)          # every PG well over its budget
+    d = demand(sc.phases[0], sim.bins)
+    res = sim.step(1.0, d)
+    assert (sim.evict_mode == EVICT_FULL).all()
+    assert res.blocked and sim.blocked.sum() > 0
+    # writes to objects the PG holds go on (cache hits); none reached the base
+    assert all(lat < sc.sim.base_latency_ms / 1000 for lat, w in res.write_lat if w > 0)
+    t = 1
+    while sim.blocked.sum() > 0 and t < 300:
+        res = sim.step(1.0, IDLE)
+        t += 1
+    assert sim.blocked.sum() == 0, 'flushing and evicting end FULL and release the writes'
+    waits = [lat for lat, w in res.write_lat if w > 0]
+    assert waits and max(waits) > 1.0
+
+
+def test_fill_never_runs_far_past_the_target_under_a_write_flood():
+    sc = short()
+    sim = new_sim(sc)
+    flood = demand(scn.Phase('flood', 60, 'write', threads=64, block_size=4 << 20,
+                             keys=scn.Keys('uniform', 5000)), sim.bins)
+    peak = 0.0
+    for _ in range(60):
+        sim.step(1.0, flood)
+        peak = max(peak, float(sim.levels()[1].max()))
+        assert (sim.D <= sim.C + sim.D + 1e-9).all() and (sim.C >= -1e-9).all()
+        assert (sim.C + sim.D <= sim.N + 1e-6).all()
+    assert peak < 1.1
+
+
+def test_pool_set_rounds_like_the_mon_and_drops_the_hit_sets():
+    sim = new_sim(short())
+    sim.acc[:] = 3.0
+    assert sim.pool_set('cache_target_dirty_ratio', '0.2577515021258713') is None
+    assert sim.ratios.dirty == 0.257752
+    assert (sim.acc == 0).all()
+    assert sim.pool_set('cache_target_full_ratio', '1.5') is not None
+    assert sim.pool_set('bogus', '0.5') is not None
+
+
+def test_flushes_count_in_the_base_pool_writes_as_on_a_real_cluster():
+    sim = new_sim(short())
+    make_dirty(sim, 0.5)
+    for _ in range(5):
+        sim.step(1.0, IDLE)
+    c, b = sim.totals.cache, sim.totals.base
+    assert c['num_flush'] > 0
+    assert b['num_write'] == pytest.approx(c['num_flush'])
+    assert c['num_write'] == 0
+
+
+# --- what the module sees, and the module's own code ------------------------
+
+def test_the_module_reads_the_simulated_tier_like_a_real_one():
+    tt = policies.tiertune_package()
+    sim = new_sim(short())
+    tiers = tt['topology'].cache_tiers(mgr_view.osd_map(sim))
+    assert list(tiers) == [mgr_view.CACHE_ID]
+    t = tiers[mgr_view.CACHE_ID]
+    assert (t.pool, t.base_pool, t.pg_num, t.cache_mode) == ('cache', 'base', 8, 'writeback')
+    assert (t.ratios.dirty, t.ratios.dirty_high, t.ratios.full) == (0.4, 0.6, 0.8)
+    s = tt['sampling'].take_samples(mgr_view.getter(sim), tiers, 1.0, 1.0)
+    assert s[mgr_view.CACHE_ID].base is not None
+
+
+def test_tiertune_policy_runs_the_modules_own_tuner():
+    tt = policies.tiertune_package()
+    assert Path(tt['tuner'].__file__).resolve() == \
+        (policies.MGR_DIR / 'tiertune' / 'tuner.py').resolve()
+    rec = simulate(short(), policies.parse('tiertune'))
+    assert rec.metrics['ratio_changes'] >= 1, 'idle time after a burst: tiertune lowers dirty'
+    assert rec.ratio_changes[0] == {'t': 0.0, 'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8}
+    assert min(c['dirty'] for c in rec.ratio_changes) < 0.4
+    for c in rec.ratio_changes:
+        assert c['dirty'] <= c['dirty_high'] <= c['full']
+
+
+def test_clairvoyant_holds_the_floor_before_bursts_and_the_ceiling_in_them():
+    rec = simulate(short(), policies.parse('clairvoyant'))
+    seen = {(c['t'], c['dirty']) for c in rec.ratio_changes[1:]}
+    assert (10.0, 0.1) in seen and (70.0, 0.6) in seen
+
+
+# --- records, runner, report --------------------------------------------------
+
+def test_weighted_percentile():
+    assert weighted_percentile([1, 2, 3], [1, 1, 98], 0.5) == 3
+    assert weighted_percentile([5, 1], [99, 1], 0.01) == 1
+    assert weighted_percentile([1], [0], 0.5) is None
+
+
+def test_short_scenario_end_to_end_on_the_simulator(tmp_path):
+    """The harness itself: every policy runs, records are complete, the
+    suite writes its table and plots."""
+    path = tmp_path / 'short.yaml'
+    import yaml
+    path.write_text(yaml.safe_dump(SHORT))
+    out = tmp_path / 'out'
+    recs: List[RunRecord] = bench_run.suite('sim', out, [str(path)], list(bench_run.SIM_POLICIES),
+                                            tmp_path, 1.0)
+    assert [r.policy for r in recs] == list(bench_run.SIM_POLICIES)
+    for r in recs:
+        assert set(METRIC_KEYS) <= set(r.metrics)
+        m = r.metrics
+        assert m['throughput_mib_s_mean'] > 0
+        assert m['write_lat_ms_p50'] <= m['write_lat_ms_p99'] <= m['write_lat_ms_p999'] \
+            <= m['write_lat_ms_max']
+        assert 0 <= m['hit_ratio'] <= 1
+        assert len(r.series['t']) == len(r.series['dirty']) > 0
+        again = RunRecord.read(out / bench_run._file_name(r))
+        assert again.metrics == pytest.approx(r.as_dict()['metrics'])
+    best = next(r for r in recs if r.policy == 'best-static')
+    assert best.params['best_static'].startswith('static:')
+    assert min(g['primary'] for g in best.params['grid']) == best.metrics['write_lat_ms_p99']
+    md = (out / 'results.md').read_text()
+    assert '| tiertune |' in md and 'best-static (static:' in md
+    assert (out / 'short.png').stat().st_size > 10_000
+
+
+def test_one_run_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / 'r.json'
+    rc = bench_run.main(['one', '--scenario', str(scn.shipped()['bursty-write-fits']),
+                         '--policy', 'static:0.4,0.6,0.8', '--backend', 'sim', '--out', str(out)])
+    assert rc == 0
+    d = json.loads(out.read_text())
+    assert (d['scenario'], d['policy'], d['backend']) == \
+        ('bursty-write-fits', 'static:0.4,0.6,0.8', 'sim')
+    assert bench_run.main(['one', '--scenario', str(out), '--policy', 'x', '--out',
+                           str(tmp_path / 'y.json')]) == 2
+    assert bench_run.main(['one', '--scenario', str(scn.shipped()['bursty-write-fits']),
+                           '--policy', 'static:0.5,0.4,0.8', '--out',
+                           str(tmp_path / 'y.json')]) == 2
+    assert 'D <= H <= F' in capsys.readouterr().err
