@@ -2,6 +2,9 @@
 #   make check      install test deps, lint, unit tests, real-cluster tests
 #   make demo       start a local cluster with a cache tier, show tiertune on a burst
 #   make demo-stop  stop the demo cluster
+#   make bench SCENARIO=<file> POLICY=<policy> BACKEND=sim|cluster OUT=<file.json>
+#   make bench-sim      every scenario under every policy on the simulator
+#   make bench-cluster  the real-cluster subset (Ceph defaults vs tiertune)
 
 SHELL := /bin/bash
 # The Ceph Python bindings are Debian packages for Debian's interpreter: use it,
@@ -13,9 +16,18 @@ PYTEST_ARGS ?=
 
 DEB_RUNTIME := ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-numpy fio
 DEB_TEST := python3-pytest python3-pytest-timeout python3-hypothesis python3-scipy python3-venv \
-	python3-yaml
+	python3-yaml python3-rbd python3-matplotlib
+SCENARIO ?= tools/bench/scenarios/bursty-write-fits.yaml
+POLICY ?= tiertune
+BACKEND ?= sim
+OUT ?= bench-results/$(BACKEND)/$(notdir $(basename $(SCENARIO)))--$(subst :,_,$(subst $(comma),_,$(POLICY))).json
+comma := ,
+BENCH_SIM_DIR ?= bench-results/sim
+BENCH_CLUSTER_DIR ?= bench-results/cluster
+TIME_SCALE ?= 1.0
 
-.PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost
+.PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
+	bench bench-sim bench-cluster bench-sim-speed
 
 check: deps-test lint unit standalone
 
@@ -53,6 +65,23 @@ demo-stop:
 # What one tick costs as pools, cache pools and PGs grow (prints a table).
 bench-module-cost:
 	$(PYTHON) tools/bench/module_cost.py
+
+# One run: a JSON record (metrics, series, ratio changes) in OUT.
+bench: deps-test
+	$(PYTHON) tools/bench/run.py one --scenario $(SCENARIO) --policy $(POLICY) \
+	    --backend $(BACKEND) --out $(OUT) --time-scale $(TIME_SCALE)
+
+# The suites: records, results.md (table and the issue's checks) and plots.
+bench-sim: deps-test
+	$(PYTHON) tools/bench/run.py suite --backend sim --out-dir $(BENCH_SIM_DIR)
+
+bench-cluster: deps-test
+	$(PYTHON) tools/bench/run.py suite --backend cluster --out-dir $(BENCH_CLUSTER_DIR) \
+	    --time-scale $(TIME_SCALE)
+
+# How long the simulator takes for a day on a 256-PG cache pool.
+bench-sim-speed:
+	$(PYTHON) tools/bench/sim_speed.py
 
 clean:
 	rm -rf $(LINT_VENV) build .mypy_cache .ruff_cache

@@ -59,6 +59,11 @@ EVICT_OBJECTS_PER_S_PER_OSD = 400.0
 UTILIZATION_CAP = 0.95
 # Flush ops read the object from the cache before writing it to the base.
 FLUSH_EXTRA_LATENCY_S = 0.001
+# PGs are simulated in this many classes (quantiles of their share of the
+# objects), each row standing for its PGs: the agent's state differs
+# between PGs only through their share, and 256 rows cost 16 times the
+# arithmetic of 16 for the same answer to within the classes' spread.
+PG_CLASSES = 16
 # Blocked writes released together are recorded as this many latency
 # points spread over the wait (a fluid queue has no single op to follow).
 BLOCKED_SPREAD_POINTS = 8
@@ -115,22 +120,25 @@ class TierSim:
         # reach a ratio, and FULL, before the pool average does.
         share = rng.multinomial(max(int(scenario.target_max_bytes // self.S), self.P),
                                 np.full(self.P, 1.0 / self.P)).astype(float)
-        self.w = share / share.sum()
-        self.N = np.outer(self.w, bins.sizes)                 # objects per (PG, bin)
+        classes = np.array_split(np.sort(share / share.sum()), min(self.P, PG_CLASSES))
+        self.m = np.array([len(c) for c in classes], dtype=float)    # PGs per row
+        self.w = np.array([c.mean() for c in classes])               # share of one PG
+        self.w /= float((self.m * self.w).sum())
+        self.G = self.m.size
+        self.N = np.outer(self.w, bins.sizes)        # objects per (PG of the row, bin)
         self.C = np.zeros_like(self.N)                        # cached clean
         self.D = np.zeros_like(self.N)                        # cached dirty
-        self.osd_of = np.arange(self.P) % self.osds           # primary OSD per PG
-        self.flush_mode = np.zeros(self.P, dtype=int)
-        self.evict_mode = np.zeros(self.P, dtype=int)
-        self.effort = np.zeros(self.P)
+        self.flush_mode = np.zeros(self.G, dtype=int)
+        self.evict_mode = np.zeros(self.G, dtype=int)
+        self.effort = np.zeros(self.G)
         tier = scenario.tier
         self.hit_set_period = max(tier.hit_set_period_s, 1.0)
         self.hit_set_count = 4
         self.acc = np.zeros_like(self.N)          # accesses per object, current set
         self.archives: List[np.ndarray] = []      # newest first
         self.next_roll = self.hit_set_period
-        self.blocked = np.zeros(self.P)           # write ops waiting, per PG
-        self.blocked_since = np.full(self.P, math.nan)
+        self.blocked = np.zeros(self.G)           # write ops waiting, per PG of the row
+        self.blocked_since = np.full(self.G, math.nan)
         self.totals = Totals()
         self.util_base = 0.0
         self.util_cache = 0.0
@@ -200,19 +208,20 @@ class TierSim:
 
         # --- flush capacity (agent ops) ---------------------------------------
         flush_time = lat_base + FLUSH_EXTRA_LATENCY_S + S / bw_base * stretch_b
-        flush_pg = np.zeros(self.P)
-        if (self.flush_mode > 0).any():
-            for o in range(self.osds):
-                on = (self.osd_of == o) & (self.flush_mode > 0) & (self.D.sum(axis=1) > 0.5)
-                if not on.any():
-                    continue
-                quota = OSD_AGENT_MAX_OPS if (self.flush_mode[on] == FLUSH_HIGH).any() \
-                    else OSD_AGENT_MAX_LOW_OPS
-                flush_pg[on] = quota / flush_time * dt / on.sum()
+        # The quota is per OSD and the rows' PGs spread over all OSDs: with
+        # any PG HIGH every OSD has one, and the flushing PGs share the
+        # OSDs' in-flight ops evenly.
+        flush_pg = np.zeros(self.G)
+        flushing = (self.flush_mode > 0) & (self.D.sum(axis=1) > 0.5)
+        if flushing.any():
+            quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
+                else OSD_AGENT_MAX_LOW_OPS
+            flush_pg[flushing] = (self.osds * quota / flush_time * dt
+                                  / float(self.m[flushing].sum()))
         flush_pg = np.minimum(flush_pg, self.D.sum(axis=1))
 
         # --- clients, and the base shared with the flushes -------------------------
-        flush_bytes = float(flush_pg.sum()) * S
+        flush_bytes = float((self.m * flush_pg).sum()) * S
         base_bytes = cache_bytes = 0.0
         base_share = min(1.0, bw_base * dt / flush_bytes) if flush_bytes > 0 else 1.0
         if d.active:
@@ -227,7 +236,7 @@ class TierSim:
         flushed = self.D * frac[:, None]
         self.D -= flushed
         self.C += flushed
-        nflush = float(flushed.sum())
+        nflush = float((self.m * flushed.sum(axis=1)).sum())
         Cp = self.C.sum(axis=1)
         evict_pg = np.minimum(self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt
                               * self.osds / self.P, Cp)
@@ -235,7 +244,7 @@ class TierSim:
             efrac = np.where(Cp > 0, evict_pg / Cp, 0.0)
         evicted = self.C * efrac[:, None]
         self.C -= evicted
-        nevict = float(evicted.sum())
+        nevict = float((self.m * evicted.sum(axis=1)).sum())
         c = self.totals.cache
         c['num_flush'] += nflush
         c['num_flush_kb'] += nflush * S / 1024
@@ -267,25 +276,34 @@ class TierSim:
         FULL again once they fill its budget: as many leave as there is
         room for, the rest wait on."""
         waiting = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
-        for p in np.flatnonzero(waiting):
-            room = max(self.budget / self.avg - float(self.C[p].sum() + self.D[p].sum()), 0.0)
-            free = np.maximum(self.N[p] - self.C[p] - self.D[p], 0.0)
-            n = min(float(self.blocked[p]), room, float(free.sum()))
-            if n <= 0:
-                continue
-            wait = self.t + dt - self.blocked_since[p]
-            pts = (np.arange(BLOCKED_SPREAD_POINTS) + 0.5) / BLOCKED_SPREAD_POINTS * wait
-            res.write_lat += [(float(x), n / BLOCKED_SPREAD_POINTS) for x in pts]
-            res.ops_done += n
-            res.bytes_done += n * float(d.block_size or self.S)
-            self.D[p] += free * (n / float(free.sum()))
-            self.totals.cache['num_promote'] += n
-            self.totals.cache['num_write'] += n
-            self.totals.cache['num_write_kb'] += n * float(d.block_size or self.S) / 1024
-            self.blocked[p] -= n
-            if self.blocked[p] <= 1e-9:
-                self.blocked[p] = 0.0
-                self.blocked_since[p] = math.nan
+        if waiting.any():
+            cached = self.C + self.D
+            room = np.maximum(self.budget / self.avg - cached.sum(axis=1), 0.0)
+            free = np.maximum(self.N - cached, 0.0)
+            free_pg = free.sum(axis=1)
+            n = np.where(waiting, np.minimum(np.minimum(self.blocked, room), free_pg), 0.0)
+            go = n > 0
+            if go.any():
+                bs = float(d.block_size or self.S)
+                wait = self.t + dt - self.blocked_since[go]
+                spread = (np.arange(BLOCKED_SPREAD_POINTS) + 0.5) / BLOCKED_SPREAD_POINTS
+                pts = np.outer(wait, spread).ravel()
+                wts = np.repeat(n[go] * self.m[go] / BLOCKED_SPREAD_POINTS,
+                                BLOCKED_SPREAD_POINTS)
+                res.write_lat += list(zip(pts.tolist(), wts.tolist(), strict=True))
+                landed = float((self.m * n).sum())
+                res.ops_done += landed
+                res.bytes_done += landed * bs
+                self.D += free * np.divide(n, free_pg, out=np.zeros_like(n),
+                                           where=free_pg > 0)[:, None]
+                c = self.totals.cache
+                c['num_promote'] += landed
+                c['num_write'] += landed
+                c['num_write_kb'] += landed * bs / 1024
+                self.blocked -= n
+                done = go & (self.blocked <= 1e-9)
+                self.blocked[done] = 0.0
+                self.blocked_since[done] = math.nan
         res.blocked = bool((self.blocked > 0).any())
 
     def _clients(self, dt: float, d: Demand, full_pg: np.ndarray, flush_bytes: float,
@@ -310,21 +328,22 @@ class TierSim:
         cached = self.C + self.D
         with np.errstate(invalid='ignore', divide='ignore'):
             hit = np.where(self.N > 0, cached / self.N, 0.0)
-        share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]
+        share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]  # one PG's
+        M = self.m[:, None]
         open_row = (~full_pg)[:, None]
         rf = d.read_fraction
         elig_r = self._recency(tier.min_read_recency) * open_row
         elig_w = self._recency(tier.min_write_recency) * open_row
         miss = share * (1.0 - hit)
         # each fate's share of all ops, before the throttle and the room
-        h = float((share * hit).sum())
-        pr = rf * float((miss * elig_r).sum())
-        pw = (1 - rf) * float((miss * elig_w).sum())
-        blk = (1 - rf) * float((miss * ~open_row).sum())
-        px = float(miss.sum()) - pr - pw - blk
+        h = float((M * share * hit).sum())
+        pr = rf * float((M * miss * elig_r).sum())
+        pw = (1 - rf) * float((M * miss * elig_w).sum())
+        blk = (1 - rf) * float((M * miss * ~open_row).sum())
+        px = float((M * miss).sum()) - pr - pw - blk
         flowing = max(1.0 - blk, 1e-9)
         mean_lat = (h * l_hit + pr * l_prom_r + pw * l_prom_w + px * l_proxy) / flowing
-        threads = max(d.threads - float(self.blocked.sum()), 0.0)
+        threads = max(d.threads - float((self.m * self.blocked).sum()), 0.0)
         n = threads * dt / max(mean_lat, 1e-6)        # closed loop (Little's law)
         if d.rate_bytes_s is not None:
             n = min(n, d.rate_bytes_s / bs * dt)
@@ -367,17 +386,19 @@ class TierSim:
         self.D += prom_w + dirtied
 
         block_pg = (wn * (1 - hit) * ~open_row).sum(axis=1) + over_w.sum(axis=1)
-        if block_pg.sum() > threads:
-            block_pg *= threads / block_pg.sum()       # only so many threads to block
+        blocking = float((self.m * block_pg).sum())
+        if blocking > threads:
+            block_pg *= threads / blocking             # only so many threads to block
         newly = (block_pg > 0) & np.isnan(self.blocked_since)
         self.blocked_since[newly] = self.t
         self.blocked += block_pg
 
-        w_hit, r_hit = float((wn * hit).sum()), float((rn * hit).sum())
-        w_prom, r_prom = float(prom_w.sum()), float(prom_r.sum())
-        w_px = max(float((wn * (1 - hit)).sum()) - w_prom
-                   - float((wn * (1 - hit) * ~open_row).sum()) - float(over_w.sum()), 0.0)
-        r_px = max(float((rn * (1 - hit)).sum()) - r_prom, 0.0)
+        w_hit, r_hit = float((M * wn * hit).sum()), float((M * rn * hit).sum())
+        w_prom, r_prom = float((M * prom_w).sum()), float((M * prom_r).sum())
+        w_px = max(float((M * wn * (1 - hit)).sum()) - w_prom
+                   - float((M * wn * (1 - hit) * ~open_row).sum()) - float((M * over_w).sum()),
+                   0.0)
+        r_px = max(float((M * rn * (1 - hit)).sum()) - r_prom, 0.0)
         flowing_ops = w_hit + r_hit + w_prom + r_prom + w_px + r_px
         res.ops_done += flowing_ops
         res.ops_hit += w_hit + r_hit
@@ -409,15 +430,18 @@ class TierSim:
 
     # ----- what the mgr sees ----------------------------------------------------------
     def stat_sum(self) -> Dict[str, Any]:
-        objects = float(self.C.sum() + self.D.sum())
+        objects = float((self.m * (self.C.sum(axis=1) + self.D.sum(axis=1))).sum())
         s: Dict[str, Any] = {k: int(v) for k, v in self.totals.cache.items()}
         s.update(num_objects=int(round(objects)), num_bytes=int(round(objects * self.S)),
-                 num_objects_dirty=int(round(float(self.D.sum()))),
-                 num_flush_mode_high=int((self.flush_mode == FLUSH_HIGH).sum()),
-                 num_flush_mode_low=int((self.flush_mode == FLUSH_LOW).sum()),
-                 num_evict_mode_some=int((self.evict_mode == EVICT_SOME).sum()),
-                 num_evict_mode_full=int((self.evict_mode == EVICT_FULL).sum()))
+                 num_objects_dirty=int(round(float((self.m * self.D.sum(axis=1)).sum()))),
+                 num_flush_mode_high=self._pgs(self.flush_mode == FLUSH_HIGH),
+                 num_flush_mode_low=self._pgs(self.flush_mode == FLUSH_LOW),
+                 num_evict_mode_some=self._pgs(self.evict_mode == EVICT_SOME),
+                 num_evict_mode_full=self._pgs(self.evict_mode == EVICT_FULL))
         return s
+
+    def _pgs(self, rows: np.ndarray) -> int:
+        return int(self.m[rows].sum())
 
     def base_stat_sum(self) -> Dict[str, Any]:
         return {k: int(v) for k, v in self.totals.base.items()}
@@ -425,4 +449,4 @@ class TierSim:
     def pool_levels(self) -> Tuple[float, float]:
         """Pool-level dirty and fill, fractions of target (agent arithmetic)."""
         dirty, full = self.levels()
-        return float(dirty.mean()), float(full.mean())
+        return float((self.m * dirty).sum() / self.P), float((self.m * full).sum() / self.P)

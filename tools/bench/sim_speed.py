@@ -1,0 +1,36 @@
+"""How fast the simulator runs a day: diurnal-day (two hours) repeated
+twelve times on a 256-PG cache pool, under tiertune (the module's own code
+ticking every TIERTUNE_SLEEP_INTERVAL_S) and under Ceph's defaults.
+Prints wall and CPU seconds; `make bench-sim-speed`."""
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import policies  # noqa: E402
+import scenario as scn  # noqa: E402
+from simulator.run import STEP_S, simulate  # noqa: E402
+
+PG_NUM = 256
+REPEAT = 12
+
+
+def main() -> int:
+    day = scn.load(scn.shipped()['diurnal-day'])
+    sc = dataclasses.replace(day, name='diurnal-24h-256pg', pg_num=PG_NUM, repeat=REPEAT)
+    print(f'{sc.name}: {sc.duration_s / 3600:.0f} h simulated in {STEP_S:g} s steps, '
+          f'{sc.pg_num} PGs')
+    print(f'{"policy":22s} {"wall s":>8s} {"cpu s":>8s} {"sim s per wall s":>17s}')
+    for name in ('static:0.4,0.6,0.8', 'tiertune'):
+        wall, cpu = time.perf_counter(), time.process_time()
+        simulate(sc, policies.parse(name))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(f'{name:22s} {wall:8.1f} {cpu:8.1f} {sc.duration_s / wall:17.0f}', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
