@@ -285,9 +285,14 @@ class TierSim:
             go = n > 0
             if go.any():
                 bs = float(d.block_size or self.S)
-                wait = self.t + dt - self.blocked_since[go]
+                # The waiting writes arrived evenly since blocked_since and
+                # leave oldest first: the share f that leaves waited between
+                # (1 - f) * W and W; the rest's wait starts f * W later.
+                span = self.t + dt - self.blocked_since[go]
+                f = n[go] / self.blocked[go]
                 spread = (np.arange(BLOCKED_SPREAD_POINTS) + 0.5) / BLOCKED_SPREAD_POINTS
-                pts = np.outer(wait, spread).ravel()
+                pts = (span[:, None] * (1.0 - f[:, None] * spread[None, :])).ravel()
+                self.blocked_since[go] += f * span
                 wts = np.repeat(n[go] * self.m[go] / BLOCKED_SPREAD_POINTS,
                                 BLOCKED_SPREAD_POINTS)
                 res.write_lat += list(zip(pts.tolist(), wts.tolist(), strict=True))
