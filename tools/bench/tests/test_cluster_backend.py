@@ -1,0 +1,89 @@
+"""The cluster backend on a real local cluster: a short scenario
+(cluster-smoke.yaml, 50 s of IO) under a static policy gives a complete,
+sane record, and the cluster is gone afterwards.  Figures are not asserted:
+this tests the harness, not Ceph.
+
+Needs root and Debian's Ceph packages and fio (`make check` installs them);
+the cluster start is about a minute, the whole test about two.
+"""
+
+import math
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))
+
+import cluster_backend  # noqa: E402
+import scenario as scn  # noqa: E402
+from record import METRIC_KEYS, SERIES_KEYS, RunRecord  # noqa: E402
+
+from localcluster import processes  # noqa: E402
+
+SMOKE = HERE / 'cluster-smoke.yaml'
+
+
+@pytest.mark.timeout(600)
+def test_static_run_gives_a_complete_record_and_stops_its_cluster(tmp_path: Path) -> None:
+    sc = scn.load(SMOKE)
+    lines: List[str] = []
+    # no start-up rados bench of the tiers: it adds 20 s and nothing to check
+    rec = cluster_backend.run(sc, 'static:0.4,0.6,0.8', tmp_path, log=lines.append,
+                              cluster_overrides={'bench_seconds': '0'})
+
+    # the record is complete and survives a round trip through its file
+    assert rec.backend == 'cluster' and rec.scenario == 'cluster-smoke'
+    assert rec.policy == 'static:0.4,0.6,0.8'
+    assert set(rec.metrics) == set(METRIC_KEYS)
+    rec.write(tmp_path / 'rec.json')
+    assert RunRecord.read(tmp_path / 'rec.json').metrics == rec.as_dict()['metrics']
+    m = rec.metrics
+    for key in ('throughput_mib_s_mean', 'write_lat_ms_p50', 'write_lat_ms_p99',
+                'write_lat_ms_p999', 'write_lat_ms_max', 'read_lat_ms_p99', 'hit_ratio'):
+        assert m[key] is not None and math.isfinite(m[key]), key
+
+    # sane, whatever the figures
+    assert m['throughput_mib_s_mean'] > 0
+    assert m['throughput_mib_s_min'] >= 0
+    assert m['throughput_mib_s_stddev'] >= 0
+    assert 0 < m['write_lat_ms_p50'] <= m['write_lat_ms_p99'] <= m['write_lat_ms_p999'] \
+        <= m['write_lat_ms_max']
+    assert m['read_lat_ms_p99'] > 0
+    assert m['flushed_bytes'] >= 0 and m['promotes'] >= 0
+    assert 0 <= m['hit_ratio'] <= 1
+    assert 0 <= m['blocked_write_s'] <= rec.params['run_s']
+    assert m['ratio_changes'] == 0          # static: the pool kept its ratios
+    assert rec.ratio_changes == [{'t': 0.0, 'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8}]
+
+    # one series row per second of the run, levels as fractions of the target
+    s = rec.series
+    assert tuple(s) == SERIES_KEYS
+    n = len(s['t'])
+    assert n >= 45 and all(len(v) == n for v in s.values())
+    assert s['t'] == sorted(s['t'])
+    assert max(s['throughput_mib_s']) > 0
+    assert any(v is not None for v in s['write_lat_ms_p99'])
+    assert all(v is not None and 0 <= v < 5 for v in s['dirty'] + s['fill'])
+
+    # the phases ran with the tools the scenario calls for, in order
+    phases = rec.params['phases']
+    assert [(p['name'], p['tool']) for p in phases] == [
+        ('burst', 'fio'), ('idle', 'sleep'), ('hot-mixed', 'fio')]
+    assert '--rw=randwrite' in phases[0]['argv'] and '--ioengine=rbd' in phases[0]['argv']
+    assert '--rwmixread=80' in phases[2]['argv'] and 'zipf:0.99' in phases[2]['argv']
+    # the per-op logs and fio's own totals count the same ops
+    fio_ops = sum(p['summary'].get(d, {}).get('ios', 0) for p in phases for d in ('read', 'write'))
+    assert fio_ops == rec.params['client_ops'] > 0
+    assert rec.params['sampler']['samples'] >= 45
+
+    # the cluster was stopped: its daemons are gone, its directory removed
+    pids = rec.params['cluster_pids']
+    assert {'mon.a', 'mgr.x', 'osd.0'} <= set(pids)
+    cluster_dir = rec.params['cluster_dir']
+    assert not [p for p in pids.values() if processes.is_ours(int(p), cluster_dir)]
+    assert not Path(cluster_dir).exists()
+    assert any('cluster stopped' in line for line in lines)
