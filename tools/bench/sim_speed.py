@@ -10,9 +10,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import policies  # noqa: E402
-import scenario as scn  # noqa: E402
-from simulator.run import STEP_S, simulate  # noqa: E402
+import policies
+import scenario as scn
+from simulator.run import STEP_S, simulate
 
 PG_NUM = 256
 REPEAT = 12
