@@ -291,6 +291,13 @@ def _ratios(pool: Dict[str, Any]) -> Tuple[float, float, float]:
     return d, h, f
 
 
+def _has_hit_set(pool: Dict[str, Any]) -> bool:
+    """As PrimaryLogPG::hit_set_setup decides: no hit set without a type,
+    a count or a period."""
+    return (pool.get('hit_set_params', {}).get('type', 'none') != 'none'
+            and int(pool.get('hit_set_count', 0)) > 0 and int(pool.get('hit_set_period', 0)) > 0)
+
+
 def _rows_of(t: np.ndarray, n: int) -> np.ndarray:
     return np.clip(np.floor(t).astype(int), 0, max(n - 1, 0))
 
@@ -379,7 +386,13 @@ def build_record(sc: scn.Scenario, policy: str, runs: List[PhaseRun], ops: fio_j
 
     first, final = samples[0], samples[-1]
     client_ops = float(ops.ops.sum())
+    # Misses: ops proxied to the base, and ops that waited for a promotion.
+    # With hit sets every miss is proxied (the promotion, if any, follows in
+    # the background); without, every miss promotes first (nothing proxied
+    # unless a PG is FULL).
     proxied = perf.get('tier_proxy_read', 0) + perf.get('tier_proxy_write', 0)
+    promoted = _delta(first.cache, final.cache, 'num_promote')
+    misses = proxied + (promoted if not _has_hit_set(first.pools[0]) else 0)
     if tt_history is not None:
         applied = [h for h in tt_history
                    if h['result'] == 'applied' and wall0 <= h['time'] <= wall0 + run_s]
@@ -401,7 +414,7 @@ def build_record(sc: scn.Scenario, policy: str, runs: List[PhaseRun], ops: fio_j
         'blocked_write_s': float(blocked_rows.sum()) * 1.0,
         'flushed_bytes': _delta(first.cache, final.cache, 'num_flush_kb') * 1024,
         'promotes': _delta(first.cache, final.cache, 'num_promote'),
-        'hit_ratio': (max(0.0, 1.0 - proxied / client_ops) if client_ops > 0 else None),
+        'hit_ratio': (max(0.0, 1.0 - misses / client_ops) if client_ops > 0 else None),
         'ratio_changes': n_changes,
     }
     assert set(metrics) == set(METRIC_KEYS)
@@ -411,6 +424,8 @@ def build_record(sc: scn.Scenario, policy: str, runs: List[PhaseRun], ops: fio_j
         'run_s': round(run_s, 2),
         'phases': [r.as_dict() for r in runs],
         'client_ops': client_ops,
+        'cache_pool_has_hit_set': _has_hit_set(first.pools[0]),
+        'misses': misses,
         'client_ops_by_kind': {'read': float(ops.ops[~ops.write].sum()),
                                'write': float(ops.ops[ops.write].sum())},
         'cache_osd_perf_delta': perf,
@@ -446,9 +461,11 @@ HOW = (
     'seconds in which a sample showed some cache PG in evict mode FULL '
     '(num_evict_mode_full > 0) while a phase with writes was running.  flushed_bytes and '
     'promotes = the change of the cache pool\'s num_flush_kb and num_promote over the '
-    'run.  hit_ratio = 1 - (ops the cache OSDs proxied to the base: tier_proxy_read + '
-    'tier_proxy_write perf counters) / client ops (fio ops + rados bench writes); an op '
-    'that waited for its promotion counts as served by the cache.  ratio_changes = '
+    'run.  hit_ratio = 1 - misses / client ops (fio ops + rados bench writes), misses = '
+    'ops the cache OSDs proxied to the base (tier_proxy_read + tier_proxy_write perf '
+    'counters), plus, on a cache pool without hit sets (where every miss waits for its '
+    'promotion), the promotions (num_promote); with hit sets a promotion follows a proxied '
+    'op in the background and is not counted again.  ratio_changes = '
     'tiertune history entries applied during the run (tiertune) or ratio changes seen in '
     'the OSD map (static, polled every second).')
 

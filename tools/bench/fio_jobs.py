@@ -108,7 +108,9 @@ def fio_argv(ph: Phase, image: Image, runtime_s: float, rand_seed: int,
             f'--iodepth={ph.threads}', '--numjobs=1',
             f'--size={ph.keys.count * image.object_size}',
             '--time_based', f'--runtime={max(int(runtime_s * 1000), 1000)}ms',
-            f'--randseed={rand_seed}',
+            # fio 3.33 ignores randseed (every run gets the same offsets) unless
+            # randrepeat is off; with both, the seed alone decides (seen)
+            f'--randseed={rand_seed}', '--randrepeat=0',
             f'--write_lat_log={prefix}', '--log_avg_msec=0', '--log_unix_epoch=1',
             '--output-format=json', f'--output={prefix}.json']
     if ph.op == 'mixed':
