@@ -6,7 +6,8 @@ bench).  Schema (sizes as 4MiB / 1GiB / plain bytes; durations in seconds):
     name: bursty-write-fits                  # required, [a-z0-9-]
     description: text                        # required
     cache: {target_max_bytes: 1GiB, pg_num: 32,          # required
-            hit_set_period_s: 60, min_read_recency: 1, min_write_recency: 0,
+            hit_set_count: 4, hit_set_period_s: 60,
+            min_read_recency: 1, min_write_recency: 0,
             promote_max_mib_s_per_osd: 1024, promote_max_objects_s_per_osd: 10000}
                                              # optional ones: these defaults (the
                                              # local cluster harness's settings)
@@ -90,9 +91,12 @@ class SimParams:
 @dataclass(frozen=True)
 class TierParams:
     """Hit sets and promotion: they decide what reaches the cache at all,
-    so both backends set them (the defaults are the local cluster
-    harness's: new objects written are absorbed, reads promote on a
-    second access within a hit set period)."""
+    so both backends set them.  With hit sets (Ceph's tier default), a miss
+    is proxied to the base and the object promoted afterwards, clean, if
+    recent enough; writes of objects the cache lacks never land in it.
+    Without (hit_set_count 0), every miss promotes at once and a write then
+    lands in the cache, dirty."""
+    hit_set_count: float = 4          # 0: no hit sets (every miss promotes at once)
     hit_set_period_s: float = 60.0
     min_read_recency: float = 1
     min_write_recency: float = 0
@@ -228,7 +232,7 @@ def from_dict(d: Any, source: Optional[str] = None) -> Scenario:
                         for k in SIM_KEYS})
     tdef = TierParams()
     tier = TierParams(**{k: float(_num(cache, k, 'cache', default=getattr(tdef, k),
-                                       strict=not k.startswith('min_')))
+                                       strict=not k.startswith(('min_', 'hit_set_count'))))
                          for k in TIER_KEYS})
     phases = d.get('phases')
     if not isinstance(phases, list) or not phases:

@@ -17,10 +17,11 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
   * a PG over its budget is FULL: client writes to objects it does not
     hold wait ("waiting for cache not full") until it leaves FULL; reads
     that miss are proxied;
-  * promotion by hit-set recency (0: always; N: the object was seen in the
-    current set and the N-1 newest archives) and the per-OSD promote
-    throttle (objects/s and bytes/s); a promotion that is not allowed
-    proxies the op to the base;
+  * with hit sets, a miss is proxied to the base and the object promoted
+    afterwards (clean) by hit-set recency (0: always; N: seen in the
+    current set and the N-1 newest archives) within the per-OSD promote
+    throttle (objects/s and bytes/s); without hit sets every miss promotes
+    at once, unthrottled, and a write then lands dirty;
   * every `osd pool set` drops the PGs' in-memory hit sets.
 Not modelled: min flush/evict ages (the scenarios use 0), omap, clones,
 scrub, PG stats reporting skew, the OSDs' CPU.
@@ -133,7 +134,7 @@ class TierSim:
         self.effort = np.zeros(self.G)
         tier = scenario.tier
         self.hit_set_period = max(tier.hit_set_period_s, 1.0)
-        self.hit_set_count = 4
+        self.hit_set_count = int(tier.hit_set_count)
         self.acc = np.zeros_like(self.N)          # accesses per object, current set
         self.archives: List[np.ndarray] = []      # newest first
         self.next_roll = self.hit_set_period
@@ -337,25 +338,38 @@ class TierSim:
         M = self.m[:, None]
         open_row = (~full_pg)[:, None]
         rf = d.read_fraction
-        elig_r = self._recency(tier.min_read_recency) * open_row
-        elig_w = self._recency(tier.min_write_recency) * open_row
+        # Without hit sets every miss promotes before it is served; with
+        # them a miss is proxied and the object promoted afterwards if the
+        # hit sets say it is recent enough.
+        sync = self.hit_set_count <= 0
+        if sync:
+            elig_r = elig_w = np.broadcast_to(open_row, self.N.shape).astype(float)
+        else:
+            elig_r = self._recency(tier.min_read_recency) * open_row
+            elig_w = self._recency(tier.min_write_recency) * open_row
         miss = share * (1.0 - hit)
         # each fate's share of all ops, before the throttle and the room
         h = float((M * share * hit).sum())
         pr = rf * float((M * miss * elig_r).sum())
         pw = (1 - rf) * float((M * miss * elig_w).sum())
         blk = (1 - rf) * float((M * miss * ~open_row).sum())
-        px = float((M * miss).sum()) - pr - pw - blk
         flowing = max(1.0 - blk, 1e-9)
-        mean_lat = (h * l_hit + pr * l_prom_r + pw * l_prom_w + px * l_proxy) / flowing
+        if sync:
+            px = float((M * miss).sum()) - pr - pw - blk
+            mean_lat = (h * l_hit + pr * l_prom_r + pw * l_prom_w + px * l_proxy) / flowing
+            per_op_cache = h * bs + pr * (S + bs) + pw * max(S, bs)
+            per_op_base = px * bs + pr * S + pw * prom_w_base
+        else:
+            px = float((M * miss).sum()) - blk
+            mean_lat = (h * l_hit + px * l_proxy) / flowing
+            per_op_cache = h * bs + (pr + pw) * S
+            per_op_base = px * bs + (pr + pw) * S
         threads = max(d.threads - float((self.m * self.blocked).sum()), 0.0)
         n = threads * dt / max(mean_lat, 1e-6)        # closed loop (Little's law)
         if d.rate_bytes_s is not None:
             n = min(n, d.rate_bytes_s / bs * dt)
         # hard capacities within the step: the cache's bandwidth, and the
         # base's, shared with the agent's flushes in proportion to demand
-        per_op_cache = h * bs + pr * (S + bs) + pw * max(S, bs)
-        per_op_base = px * bs + pr * S + pw * prom_w_base
         k = 1.0
         if n * per_op_cache > bw_cache * dt:
             k = bw_cache * dt / (n * per_op_cache)
@@ -365,11 +379,12 @@ class TierSim:
             base_share = bw_base * dt / want_base
             k *= base_share
         n *= k
-        # the promote throttle, per OSD (PGs spread evenly over OSDs)
+        # the promote throttle, per OSD (PGs spread evenly over OSDs); the
+        # synchronous promotion without hit sets does not go through it
         promo = n * (pr + pw)
         limit = dt * self.osds * min(tier.promote_max_objects_s_per_osd,
                                      tier.promote_max_mib_s_per_osd * MiB / S)
-        keep = min(1.0, limit / promo) if promo > 0 else 1.0
+        keep = 1.0 if sync or promo <= 0 else min(1.0, limit / promo)
 
         ops = n * share
         self.acc += np.divide(ops, self.N, out=np.zeros_like(ops), where=self.N > 0)
@@ -377,18 +392,22 @@ class TierSim:
         free = np.maximum(self.N - cached, 0.0)
         prom_r = np.minimum(rn * (1 - hit) * elig_r * keep, free)
         prom_w = np.minimum(wn * (1 - hit) * elig_w * keep, free - prom_r)
-        # a PG takes promotions until it is over its budget (FULL): the
-        # writes past that wait, the reads past it are proxied
+        # a PG takes promotions until it is over its budget (FULL): past
+        # that, a write waiting on its promotion waits on the PG
         room = np.maximum(self.budget / self.avg - cached.sum(axis=1), 0.0)
         want = prom_r.sum(axis=1) + prom_w.sum(axis=1)
         fit = np.divide(room, want, out=np.ones_like(room), where=want > room)[:, None]
-        over_w = prom_w * (1 - fit)
+        over_w = prom_w * (1 - fit) if sync else np.zeros_like(prom_w)
         prom_r, prom_w = prom_r * fit, prom_w * fit
         with np.errstate(invalid='ignore', divide='ignore'):
             clean_share = np.where(cached > 0, self.C / cached, 0.0)
         dirtied = np.minimum(wn * hit * clean_share, self.C)
-        self.C += prom_r - dirtied
-        self.D += prom_w + dirtied
+        if sync:
+            self.C += prom_r - dirtied
+            self.D += prom_w + dirtied
+        else:
+            self.C += prom_r + prom_w - dirtied
+            self.D += dirtied
 
         block_pg = (wn * (1 - hit) * ~open_row).sum(axis=1) + over_w.sum(axis=1)
         blocking = float((self.m * block_pg).sum())
@@ -400,28 +419,45 @@ class TierSim:
 
         w_hit, r_hit = float((M * wn * hit).sum()), float((M * rn * hit).sum())
         w_prom, r_prom = float((M * prom_w).sum()), float((M * prom_r).sum())
-        w_px = max(float((M * wn * (1 - hit)).sum()) - w_prom
-                   - float((M * wn * (1 - hit) * ~open_row).sum()) - float((M * over_w).sum()),
-                   0.0)
-        r_px = max(float((M * rn * (1 - hit)).sum()) - r_prom, 0.0)
-        flowing_ops = w_hit + r_hit + w_prom + r_prom + w_px + r_px
+        w_miss = float((M * wn * (1 - hit)).sum())
+        w_full = float((M * wn * (1 - hit) * ~open_row).sum())
+        r_miss = float((M * rn * (1 - hit)).sum())
+        if sync:
+            w_px = max(w_miss - w_prom - w_full - float((M * over_w).sum()), 0.0)
+            r_px = max(r_miss - r_prom, 0.0)
+            served_w, served_r = w_hit + w_prom, r_hit + r_prom
+            w_lat = [(l_hit, w_hit), (l_prom_w, w_prom), (l_proxy, w_px)]
+            r_lat = [(l_hit, r_hit), (l_prom_r, r_prom), (l_proxy, r_px)]
+            base_read_kb = (r_px * bs + r_prom * S + w_prom * prom_w_base) / 1024
+        else:
+            w_px, r_px = max(w_miss - w_full, 0.0), r_miss
+            served_w, served_r = w_hit, r_hit
+            w_lat = [(l_hit, w_hit), (l_proxy, w_px)]
+            r_lat = [(l_hit, r_hit), (l_proxy, r_px)]
+            base_read_kb = (r_px * bs + (r_prom + w_prom) * S) / 1024
+        flowing_ops = w_hit + r_hit + w_px + r_px + (w_prom + r_prom if sync else 0.0)
         res.ops_done += flowing_ops
         res.ops_hit += w_hit + r_hit
         res.bytes_done += flowing_ops * bs
-        res.write_lat += [(l_hit, w_hit), (l_prom_w, w_prom), (l_proxy, w_px)]
-        res.read_lat += [(l_hit, r_hit), (l_prom_r, r_prom), (l_proxy, r_px)]
+        res.write_lat += w_lat
+        res.read_lat += r_lat
         c, b = self.totals.cache, self.totals.base
-        c['num_read'] += r_hit + r_prom
-        c['num_read_kb'] += (r_hit + r_prom) * bs / 1024
-        c['num_write'] += w_hit + w_prom
-        c['num_write_kb'] += (w_hit + w_prom) * bs / 1024
+        c['num_read'] += served_r
+        c['num_read_kb'] += served_r * bs / 1024
+        c['num_write'] += served_w
+        c['num_write_kb'] += served_w * bs / 1024
         c['num_promote'] += r_prom + w_prom
         b['num_read'] += r_px + r_prom + w_prom
-        b['num_read_kb'] += (r_px * bs + r_prom * S + w_prom * prom_w_base) / 1024
+        b['num_read_kb'] += base_read_kb
         b['num_write'] += w_px
         b['num_write_kb'] += w_px * bs / 1024
-        cache_bytes = (w_hit + r_hit) * bs + r_prom * (S + bs) + w_prom * max(S, bs)
-        base_bytes = (w_px + r_px) * bs + r_prom * S + w_prom * prom_w_base
+        promoted_bytes = (r_prom + w_prom) * S
+        if sync:
+            cache_bytes = (w_hit + r_hit) * bs + r_prom * (S + bs) + w_prom * max(S, bs)
+            base_bytes = (w_px + r_px) * bs + r_prom * S + w_prom * prom_w_base
+        else:
+            cache_bytes = (w_hit + r_hit) * bs + promoted_bytes
+            base_bytes = (w_px + r_px) * bs + promoted_bytes
         return cache_bytes, base_bytes, base_share
 
     def _recency(self, need: float) -> np.ndarray:

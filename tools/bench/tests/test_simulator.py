@@ -252,3 +252,26 @@ def test_one_run_from_the_command_line(tmp_path, capsys):
                            '--policy', 'static:0.5,0.4,0.8', '--out',
                            str(tmp_path / 'y.json')]) == 2
     assert 'D <= H <= F' in capsys.readouterr().err
+
+
+def test_hit_sets_decide_whether_new_writes_land_in_the_cache():
+    """With hit sets a write of an object the cache lacks is proxied and the
+    object promoted clean; without, it promotes first and lands dirty."""
+    burst = {'name': 'b', 'duration_s': 5, 'op': 'write', 'rate_mib_s': 40,
+             'keys': {'dist': 'uniform', 'count': 5000}}
+    dirty = {}
+    for count in (4, 0):
+        sc = short(phases=[burst], repeat=1,
+                   cache={**SHORT['cache'], 'hit_set_count': count})
+        sim = new_sim(sc)
+        res = None
+        for _ in range(5):
+            res = sim.step(1.0, demand(sc.phases[0], sim.bins))
+        assert res is not None
+        dirty[count] = float(sim.D.sum())
+        assert sim.totals.cache['num_promote'] > 0
+        if count:
+            assert sim.totals.base['num_write'] > 0, 'proxied to the base'
+    # with hit sets only overwrites of objects already promoted turn dirty
+    assert dirty[0] > 10
+    assert dirty[4] < dirty[0] / 20
