@@ -16,10 +16,10 @@ the OSD agent computes them; T = the target in bytes):
               take the reserve below, lower it to dirty - 0.04 so the PGs
               flush HIGH (twice the in-flight flush ops of LOW); once writes
               are idle, raise it back to mid-range if it is lower.
-  full        reserve = max((inflow - evict) * horizon, typical burst) bytes
-              must fit above it: at most 1 - reserve/T; within that, as high
+  full        a write surge (the typical burst, or the inflow for 60 s)
+              must fit above it: at most 1 - surge/T; within that, as high
               as allowed when hits grow with occupancy, mid-range when they
-              do not; with no hit curve unchanged (lowered if room needs it,
+              do not (a curve with r2 >= 0.3); with no curve unchanged (lowered if room needs it,
               back up to mid-range once writes are idle).
 
   Then: clamp into the bounds, round to hundredths, order (dirty <=
@@ -72,6 +72,13 @@ HIGH_ENGAGE_MARGIN = 2 * OSD_AGENT_SLOP
 # data that does not pay is better evicted early (room for bursts), but the
 # fit is noisy, so go half-way rather than to the minimum.
 FULL_NO_PAYOFF_POSITION = 0.5
+
+# A hit curve whose line explains less of the share's variance than this
+# is not evidence either way.  Fitted in closed loop (every full-ratio move
+# shifts the fill it is fitted against, and drops the hit sets), a weak
+# curve's slope changed sign from one rate-limit interval to the next on the
+# simulator, and full followed it up and down.
+HIT_CURVE_MIN_R2 = 0.3
 
 # Where dirty_high and full (with no hit curve) return to, within their
 # bounds, once client writes are idle after the law lowered them: half-way,
@@ -404,16 +411,11 @@ def _law(inp: ControllerInput) -> _Law:
         notes.append('the target in bytes is unknown (no target_max_bytes, and no clean '
                      'bytes/fill to derive it): burst fit and free room not judged')
 
-    # Room above the full ratio.  The agent evicts clean data above full and
-    # writes to uncached objects block at 100%, so (1 - full) of the target is
-    # what a write surge has before clients wait on eviction.  Reserve the
-    # fill growth predicted over the horizon (inflow the agent's eviction
-    # does not already keep up with), or a typical burst if larger (an idle
-    # pool must keep room for the next one):
-    #   reserve     = max((short_bps - evict_bps) * horizon_s, burst_bytes)
-    #   needed_free = min(1, reserve / T);   ceiling = 1 - needed_free
-    # Inflow counts overwrites of cached objects too, which do not grow the
-    # fill: this errs toward room.
+    # Dirty data the agent cannot flush in time.  Net inflow (what eviction
+    # does not already keep up with) over the horizon, or a typical burst if
+    # larger; clean + free space (1 - dirty) must take it, or dirty_high
+    # comes down so the PGs flush HIGH (below):
+    #   reserve = max((short_bps - evict_bps) * horizon_s, burst_bytes)
     # Idle means no inflow now, whatever the short average still remembers
     # of the last burst (the model's predictions read it the same way).
     now_bps = 0.0 if m.inflow.state == 'idle' else short
@@ -421,12 +423,28 @@ def _law(inp: ControllerInput) -> _Law:
     if burst_seen is not None:
         reserve = max(reserve, burst_seen)
     needed: Optional[float] = None
-    ceiling = 1.0
     if target is not None:
         needed = min(1.0, reserve / target)
-        ceiling = 1.0 - needed
+    # Room above the full ratio.  The agent evicts clean data above full,
+    # with an effort that grows with the overshoot, and writes to uncached
+    # objects block at 100%: (1 - full) of the target is what a write surge
+    # has before clients wait on eviction.  A surge is a burst: the typical
+    # one measured, or the current inflow for TYPICAL_BURST_S.  Not the
+    # inflow over the horizon: eviction keeps up with a sustained inflow of
+    # clean data, and judged by the evict rate of the moment (none while the
+    # fill is under the full ratio, a lot just after lowering it) the room
+    # flipped between none and most of the cache every rate-limit interval
+    # under steady mixed IO (seen on the simulator: 0.68 <-> 0.78 each
+    # minute, each change dropping the PGs' hit sets).
+    surge = burst_seen if burst_seen is not None else now_bps * TYPICAL_BURST_S
+    room_needed: Optional[float] = None
+    ceiling = 1.0
+    if target is not None:
+        room_needed = min(1.0, surge / target)
+        ceiling = 1.0 - room_needed
     nums.update(net_inflow_bps=max(now_bps - evict, 0.0), reserve_bytes=reserve,
-                needed_free_fraction=needed, full_ceiling=ceiling)
+                needed_free_fraction=needed, surge_bytes=surge,
+                room_needed_fraction=room_needed, full_ceiling=ceiling)
 
     # dirty_high: keep it; but when the cache is predicted to reach 100% of
     # its target within the horizon, and clean + free space (what eviction
@@ -543,10 +561,15 @@ def _law(inp: ControllerInput) -> _Law:
     # current value, lowered to the ceiling if the room requires it.
     hits = m.hits
     slope = _finite(hits.slope)
-    nums.update(hit_ratio=_finite(hits.hit_ratio), hit_slope=slope)
-    room = (f'room for {_size(reserve)} of predicted inflow needs {_f(needed)} of the '
-            f'target free; ' if needed is not None else '')
-    if hits.too_thin is None and slope is not None:
+    r2 = _finite(hits.r2)
+    nums.update(hit_ratio=_finite(hits.hit_ratio), hit_slope=slope, hit_r2=r2)
+    room = (f'room for a {_size(surge)} write surge needs {_f(room_needed)} of the '
+            f'target free; ' if room_needed is not None else '')
+    no_curve = hits.too_thin or ('no slope' if slope is None else None)
+    if no_curve is None and (r2 is None or r2 < HIT_CURVE_MIN_R2):
+        no_curve = (f'the hit curve explains too little (r2 '
+                    f'{"-" if r2 is None else f"{r2:.2f}"} < {HIT_CURVE_MIN_R2:g})')
+    if no_curve is None and slope is not None:
         if slope > 0:
             want_f = ceiling
             why = f'{room}hits grow with occupancy (slope {slope:.2f})'
@@ -557,7 +580,7 @@ def _law(inp: ControllerInput) -> _Law:
             purpose = 'so it goes mid-range, leaving room for bursts'
     else:
         want_f = min(cf, ceiling)
-        why = f'{room}no hit curve ({hits.too_thin or "no slope"})'
+        why = f'{room}no hit curve ({no_curve})'
         purpose = 'so it only comes down if the room requires it'
         if state == 'idle' and cf < _relax_point(fmin, fmax) - RATIO_EPS:
             # Recovery, as for dirty_high: lowered for room, back up to
@@ -566,10 +589,10 @@ def _law(inp: ControllerInput) -> _Law:
             purpose = 'and writes are idle, so it goes back up toward mid-range'
     whys['full'] = _RatioWhy(why=why, purpose=purpose,
                              safety=ceiling < cf - RATIO_EPS)
-    if needed is not None and ceiling < fmin - k.deadband:
-        blocks.append(f'room for {_size(reserve)} of predicted inflow needs full ratio '
-                      f'{_f(ceiling)} ({_f(needed)} of the target free), but full_ratio_min '
-                      f'is {_f(fmin)}')
+    if room_needed is not None and ceiling < fmin - k.deadband:
+        blocks.append(f'room for a {_size(surge)} write surge needs full ratio '
+                      f'{_f(ceiling)} ({_f(room_needed)} of the target free), but '
+                      f'full_ratio_min is {_f(fmin)}')
     f_law = _clamp(want_f, fmin, fmax)
     nums['wanted_full'] = want_f
 

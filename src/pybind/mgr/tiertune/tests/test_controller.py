@@ -46,7 +46,7 @@ def _band(v):
 def make_model(*, fitted=True, why_not=None, state='steady', short=0.0, long=None,
                idle_for=0.0, burst_bytes=None, burst_seconds=None, bursts_seen=None,
                evict_bps=0.0, clean=30 * GiB, headroom=50 * GiB, slope=None,
-               too_thin='too few points', ttf=None, ttdh=None):
+               too_thin='too few points', ttf=None, ttdh=None, r2=0.8):
     if slope is not None and too_thin == 'too few points':
         too_thin = None
     return PoolModel(
@@ -59,7 +59,7 @@ def make_model(*, fitted=True, why_not=None, state='steady', short=0.0, long=Non
         flush=FlushModel(per_pg_low_bps=None, per_pg_high_bps=None, r2=None, points=0),
         evict=EvictModel(evict_bps=evict_bps, clean_bytes=clean, headroom_bytes=headroom),
         hits=HitModel(hit_ratio=0.5, intercept=0.2 if slope is not None else None,
-                      slope=slope, r2=0.8 if slope is not None else None, points=12,
+                      slope=slope, r2=r2 if slope is not None else None, points=12,
                       too_thin=too_thin),
         promote=PromoteGate(write_absorbed=None, read_absorbed=None, promote_ops_sec=0.0,
                             throttle_ops_sec=25.0, limiter='none', detail='', recommend={}),
@@ -490,11 +490,25 @@ def test_bounds_block_on_dirty_high():
 
 
 def test_bounds_block_on_full():
-    # 100 MB/s over 600 s with nothing evicted needs 0.56 of 100 GiB free.
-    dec = decide(make_input(make_model(short=100e6, slope=0.3), dirty=0.2))
-    assert dec.numbers['needed_free_fraction'] == pytest.approx(60e9 / (100 * GiB))
+    # A 1 GB/s surge for 60 s needs 0.56 of 100 GiB free: full 0.44 < 0.6.
+    dec = decide(make_input(make_model(short=1e9, slope=0.3), dirty=0.2))
+    assert dec.numbers['room_needed_fraction'] == pytest.approx(60e9 / (100 * GiB))
     assert dec.recommended.full == pytest.approx(0.6)
     assert 'full_ratio_min is 0.60' in dec.bounds_block
+
+
+def test_room_above_full_is_for_a_surge_not_the_inflow_over_the_horizon():
+    # 20 MB/s steady: 12 GB over the 600 s horizon (0.11 of the target) is
+    # dirty data to place, but the room above full is for a 60 s surge,
+    # 1.2 GB (0.011): the ceiling stays near 0.99 and full goes to its max,
+    # whatever the evict rate of the moment (the old rule, inflow minus the
+    # evict rate over the horizon, flipped as eviction started and stopped).
+    for evict in (0.0, 20e6):
+        dec = decide(make_input(make_model(short=20e6, slope=0.4, evict_bps=evict)))
+        assert dec.numbers['room_needed_fraction'] == pytest.approx(1.2e9 / (100 * GiB))
+        assert dec.recommended.full == pytest.approx(0.9)
+    assert decide(make_input(make_model(short=20e6, slope=0.4))).numbers[
+        'needed_free_fraction'] == pytest.approx(12e9 / (100 * GiB))
 
 
 def test_no_bounds_block_inside_bounds():
@@ -511,14 +525,23 @@ def test_eviction_keeping_up_needs_no_room():
 
 
 def test_full_follows_the_hit_curve():
-    # 20 MB/s over 600 s = 12 GB = 0.11 of 100 GiB: ceiling 0.89.
-    up = decide(make_input(make_model(short=20e6, slope=0.4)))
+    # A surge of 200 MB/s for 60 s = 12 GB = 0.11 of 100 GiB: ceiling 0.89.
+    up = decide(make_input(make_model(short=200e6, slope=0.4)))
     assert up.recommended.full == pytest.approx(0.89)
     flat = decide(make_input(make_model(short=20e6, slope=-0.1)))
     assert flat.recommended.full == pytest.approx(0.75)   # mid of 0.6..0.9
     thin = decide(make_input(make_model(short=20e6, too_thin='fill did not vary')))
     assert thin.recommended.full == pytest.approx(0.8)    # current, under the ceiling
     assert any('fill did not vary' in r for r in thin.reasons) or thin.action == 'none'
+
+
+def test_a_weak_hit_curve_moves_nothing():
+    # slope -0.46 but r2 0.1: not evidence; full stays where it is.
+    weak = decide(make_input(make_model(short=1e6, slope=-0.46, r2=0.1)))
+    assert weak.recommended.full == pytest.approx(0.8)
+    assert weak.numbers['hit_r2'] == pytest.approx(0.1)
+    strong = decide(make_input(make_model(short=1e6, slope=-0.46, r2=0.6)))
+    assert strong.recommended.full == pytest.approx(0.75)
 
 
 def test_room_for_a_typical_burst_when_idle():
@@ -580,10 +603,10 @@ def test_deadband_suppresses_tiny_moves():
 
 
 def test_deadband_is_per_ratio():
-    # dirty wants +0.2 (a burst that fits): moves one step, 0.1.  full wants
-    # 0.77 (41.2 MB/s for 600 s needs 0.23 free): -0.03 is under the
-    # deadband, skipped.
-    dec = decide(make_input(make_model(state='burst', burst_bytes=1 * GiB, short=41.2e6)))
+    # dirty wants +0.2 (a 23 GiB burst fits: 0.3 + 0.23 <= 0.6 - 0.05): moves
+    # one step, 0.1.  full wants 0.77 (the burst needs 0.23 free): -0.03 is
+    # under the deadband, skipped.
+    dec = decide(make_input(make_model(state='burst', burst_bytes=23 * GiB, short=1e6)))
     assert dec.recommended == Ratios(0.6, 0.6, 0.77)
     assert dec.action == 'change'
     assert dec.next == Ratios(0.5, 0.6, 0.8)
