@@ -70,7 +70,10 @@ class Knobs:
     deadband: float = 0.05
 
     def problem(self) -> Optional[str]:
-        for name, v in dataclasses.asdict(self).items():
+        # Field by field, not dataclasses.asdict (a deep copy): the
+        # controller asks every tick for every pool.
+        for name in KNOB_KEYS:
+            v = getattr(self, name)
             if not math.isfinite(v):
                 return f'{name} {v} must be a finite number'
         if self.horizon_s <= 0:

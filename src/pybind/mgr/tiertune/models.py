@@ -8,8 +8,10 @@ constants, no per-PG work.
 
 import dataclasses
 import math
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from functools import partial
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple, Union
 
 # The lint venv has no numpy; Debian's python3-numpy (with its stubs) is the
 # runtime one.  unused-ignore keeps this line clean wherever numpy is found.
@@ -247,11 +249,12 @@ def _opt(v: Optional[float]) -> float:
     return math.nan if v is None else float(v)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)   # not frozen: built every fit, and frozen fields cost more to set
 class _Series:
     """One row per history entry with rates, oldest first.  NaN marks a
     figure that entry does not have (proxied IO without base counters, fill
-    without a target, fill growth without the previous entry)."""
+    without a target, fill growth without the previous entry).  Read-only
+    by convention (SeriesCache hands out views of its columns)."""
     t: np.ndarray            # monotonic time at the end of the interval
     dt: np.ndarray
     inflow: np.ndarray       # bytes/s becoming dirty, >= 0
@@ -269,21 +272,45 @@ class _Series:
     n_high: np.ndarray
     fill: np.ndarray         # fraction of target at the end of the interval
     growth: np.ndarray       # user bytes/s (promotions fill the cache too)
+    # Figures of the same interval that several models use.  Kept as rows
+    # (computed once per entry, not once per fit): numpy calls on arrays
+    # this short cost more in overhead than in arithmetic.
+    start: np.ndarray        # t - dt
+    px_ops: np.ndarray       # px_read_ops + px_write_ops, signed (for sums)
+    proxied_ops: np.ndarray  # the same, each direction floored at 0
+    total_ops: np.ndarray    # served_ops + proxied_ops (NaN where unknown)
+    short_gain: np.ndarray   # the interval's EWMA weight before decay (see _weights)
+    long_gain: np.ndarray
+    # Figures that depend on the newest interval, which every fit uses: set
+    # once in __post_init__ (functools.cached_property locks on each first
+    # access, a cost of its own at this scale).
+    age: np.ndarray = field(init=False, repr=False)      # t - t[-1], <= 0
+    short_w: np.ndarray = field(init=False, repr=False)  # EWMA weights (_weights)
+    long_w: np.ndarray = field(init=False, repr=False)
+    # The intervals ending within RECENT_WINDOW_S of the newest: a suffix,
+    # since t ascends (the history is oldest first).
+    recent: slice = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        newest = self.t[-1] if self.t.size else 0.0
+        self.age = self.t - newest
+        self.short_w = _weights(self.short_gain, self.age, SHORT_HORIZON_S)
+        self.long_w = _weights(self.long_gain, self.age, LONG_HORIZON_S)
+        self.recent = slice(int(self.t.searchsorted(newest - RECENT_WINDOW_S)), None)
 
     def __len__(self) -> int:
         return int(self.t.size)
 
-    @property
-    def start(self) -> np.ndarray:
-        return self.t - self.dt
-
-    @property
-    def proxied_ops(self) -> np.ndarray:
-        """Per interval, each direction floored at 0 (NaN where unknown)."""
-        return np.maximum(self.px_read_ops, 0.0) + np.maximum(self.px_write_ops, 0.0)
+    def window(self, known: np.ndarray) -> Union[slice, np.ndarray]:
+        """Index of the recent intervals where known: the recent slice when
+        every interval is known (the usual case: a view, cheaper than a mask)."""
+        if np.count_nonzero(known) == known.size:
+            return self.recent
+        return known & (self.t >= self.t[-1] - RECENT_WINDOW_S)
 
 
-_SERIES_FIELDS = tuple(f.name for f in dataclasses.fields(_Series))
+_SERIES_FIELDS = tuple(f.name for f in dataclasses.fields(_Series) if f.init)   # the columns
+_GROWTH = _SERIES_FIELDS.index('growth')
 
 
 def _inflow_bps(r: Rates) -> float:
@@ -300,54 +327,181 @@ def _inflow_bps(r: Rates) -> float:
     return min(max(r.dirty_bytes_growth_sec + r.flush_bytes_sec, 0.0), max(written, 0.0))
 
 
+def _floor0(x: float) -> float:
+    """max(x, 0.0) as np.maximum has it: NaN stays NaN."""
+    return x if x >= 0.0 or math.isnan(x) else 0.0
+
+
+def _gain(dt: float, horizon_s: float) -> float:
+    """An interval's share of the horizon: its EWMA weight before decay."""
+    return -math.expm1(dt / -horizon_s)
+
+
+def _row(e: HistoryEntry, levels: AgentLevels, prev_user: Optional[int]) -> Tuple[float, ...]:
+    """The _Series row of an entry with rates; prev_user is the previous
+    entry's user bytes (None for the first entry in the history)."""
+    r, c = e.rates, e.sample.counters
+    assert r is not None
+    t, dt = e.sample.mono, r.interval_s
+    growth = math.nan if prev_user is None else (levels.user_bytes - prev_user) / dt
+    served = r.read_ops_sec + r.write_ops_sec
+    px_read, px_write = _opt(r.proxied_read_ops_sec), _opt(r.proxied_write_ops_sec)
+    proxied = _floor0(px_read) + _floor0(px_write)
+    return (t, dt,
+            _inflow_bps(r),
+            r.flush_bytes_sec, r.evict_bytes_sec, r.promote_ops_sec,
+            served, r.read_bytes_sec, r.write_bytes_sec,
+            px_read, px_write,
+            _opt(r.proxied_read_bytes_sec), _opt(r.proxied_write_bytes_sec),
+            float(c.num_flush_mode_low), float(c.num_flush_mode_high),
+            _opt(levels.fill), growth,
+            t - dt, px_read + px_write, proxied, served + proxied,
+            _gain(dt, SHORT_HORIZON_S), _gain(dt, LONG_HORIZON_S))
+
+
 def _series(history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
+    """The whole history rebuilt as arrays (fit() without a SeriesCache)."""
     rows: List[Tuple[float, ...]] = []
     prev_user: Optional[int] = None
     for e in history:
         levels = agent_levels(tier, e.sample.counters)
-        r, c = e.rates, e.sample.counters
-        if r is not None:
-            growth = (math.nan if prev_user is None
-                      else (levels.user_bytes - prev_user) / r.interval_s)
-            rows.append((
-                e.sample.mono, r.interval_s,
-                _inflow_bps(r),
-                r.flush_bytes_sec, r.evict_bytes_sec, r.promote_ops_sec,
-                r.read_ops_sec + r.write_ops_sec, r.read_bytes_sec, r.write_bytes_sec,
-                _opt(r.proxied_read_ops_sec), _opt(r.proxied_write_ops_sec),
-                _opt(r.proxied_read_bytes_sec), _opt(r.proxied_write_bytes_sec),
-                float(c.num_flush_mode_low), float(c.num_flush_mode_high),
-                _opt(levels.fill), growth))
+        if e.rates is not None:
+            rows.append(_row(e, levels, prev_user))
         prev_user = levels.user_bytes
-    cols = np.array(rows, dtype=float).reshape(-1, len(_SERIES_FIELDS)).T
-    return _Series(**dict(zip(_SERIES_FIELDS, cols, strict=True)))
+    # Contiguous columns, as SeriesCache's: a dot product over a strided
+    # array sums in another order, and the two paths must agree exactly.
+    cols = np.ascontiguousarray(np.array(rows, dtype=float).reshape(-1, len(_SERIES_FIELDS)).T)
+    return _Series(*cols)
 
 
-# --- weighted statistics ----------------------------------------------------
+class SeriesCache:
+    """One pool's _Series kept across ticks, so a tick converts only the
+    entries added since the last (rebuilding all history_size rows every tick
+    was most of fit()'s cost).  Rows live in preallocated columns, appended
+    at the end and trimmed at the start as the history's deque drops its
+    oldest entries; series() returns read-only views, valid until the next
+    call.  It follows the history by entry identity, as a PoolHistory
+    changes: entries appended at the end, dropped from the start.  When the
+    history is not such a continuation of the one it mirrors (its newest
+    entry missing, the first entry not where it should be) or the tier
+    changed (fill depends on it), it rebuilds: the rows equal _series()'s."""
 
-def _weights(s: _Series, horizon_s: float) -> np.ndarray:
+    def __init__(self) -> None:
+        self._tier: Optional[CacheTier] = None
+        self._entries: Deque[HistoryEntry] = deque()   # the entries mirrored, oldest first
+        self._cols = np.empty((len(_SERIES_FIELDS), 0))
+        self._first = 0     # rows [_first, _end) are the rated entries of _entries
+        self._end = 0
+        self._prev_user: Optional[int] = None   # user bytes of the newest entry
+        self.levels: Optional[AgentLevels] = None   # agent levels of the newest entry
+
+    def series(self, history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
+        if not self._follow(history, tier):
+            self._rebuild(history, tier)
+        block = self._cols[:, self._first:self._end]
+        block.flags.writeable = False   # fit() must never change the mirrored rows
+        return _Series(*block)
+
+    def _follow(self, history: Sequence[HistoryEntry], tier: CacheTier) -> bool:
+        """Bring the rows up to date from the entries added and dropped since
+        the last call; False when the history is not a continuation."""
+        if tier != self._tier or not history or not self._entries:
+            return False
+        # New entries are those after the newest one already mirrored.
+        n, last = len(history), self._entries[-1]
+        added = 0
+        while added < n and history[n - 1 - added] is not last:
+            added += 1
+        dropped = len(self._entries) - (n - added)
+        if added == n or dropped < 0 or self._entries[dropped] is not history[0]:
+            return False
+        for _ in range(dropped):
+            if self._entries.popleft().rates is not None:
+                self._first += 1
+        if dropped and self._entries[0].rates is not None:
+            # The first entry in a history has no previous one to grow from.
+            self._cols[_GROWTH, self._first] = math.nan
+        for i in range(n - added, n):
+            self._append(history[i], tier)
+        return True
+
+    def _rebuild(self, history: Sequence[HistoryEntry], tier: CacheTier) -> None:
+        self._tier = tier
+        self._entries = deque()
+        # Twice the history: trimming at the front then costs one move of
+        # the rows every history-length appends.
+        self._cols = np.empty((len(_SERIES_FIELDS), 2 * len(history) + 8))
+        self._first = self._end = 0
+        self._prev_user = None
+        self.levels = None
+        for e in history:
+            self._append(e, tier)
+
+    def _append(self, e: HistoryEntry, tier: CacheTier) -> None:
+        levels = agent_levels(tier, e.sample.counters)
+        if e.rates is not None:
+            if self._end == self._cols.shape[1]:
+                self._make_room()
+            self._cols[:, self._end] = _row(e, levels, self._prev_user)
+            self._end += 1
+        self._entries.append(e)
+        self._prev_user = levels.user_bytes
+        self.levels = levels
+
+    def _make_room(self) -> None:
+        """Move the rows to the front of fresh columns (twice as many when
+        they are already full): earlier views keep their old rows."""
+        rows = self._end - self._first
+        width = self._cols.shape[1]
+        cols = np.empty((len(_SERIES_FIELDS), width if 2 * rows <= width else 2 * width))
+        cols[:, :rows] = self._cols[:, self._first:self._end]
+        self._cols, self._first, self._end = cols, 0, rows
+
+
+# --- numpy helpers ---------------------------------------------------------
+
+def _any(mask: np.ndarray) -> bool:
+    # count_nonzero is a third of ndarray.any()'s overhead on short arrays.
+    return np.count_nonzero(mask) > 0
+
+
+
+def _weights(gain: np.ndarray, age: np.ndarray, horizon_s: float) -> np.ndarray:
     """The time-weighted EWMA's weight on each interval: its length's share
-    of the horizon, decayed by how long ago it ended.  Normalised by their
-    sum (in _wmean) this is the EWMA once the history is longer than the
-    horizon and the plain time-weighted mean before, so a young history is
-    not dragged toward an arbitrary starting value."""
-    return -np.expm1(-s.dt / horizon_s) * np.exp(-(s.t[-1] - s.t) / horizon_s)
+    of the horizon (gain), decayed by how long ago it ended (age <= 0).
+    Normalised by their sum (in _wmean) this is the EWMA once the history is
+    longer than the horizon and the plain time-weighted mean before, so a
+    young history is not dragged toward an arbitrary starting value."""
+    return gain * np.exp(age / horizon_s)
+
+
+def _wstats(x: np.ndarray, w: np.ndarray,
+            spread: bool = True) -> Tuple[Optional[float], float]:
+    """Weighted mean (None without weight) and standard deviation (0.0 then,
+    and when spread is False) of x, leaving out the intervals where x is
+    NaN.  Most series have none: the weighted sum is then NaN-free and no
+    masking is needed."""
+    num = float(w.dot(x))
+    if math.isnan(num):
+        ok = ~np.isnan(x)
+        x, w = x[ok], w[ok]
+        num = float(w.dot(x))
+    total = float(w.sum())
+    if total <= 0.0:
+        return None, 0.0
+    mean = num / total
+    if not spread:
+        return mean, 0.0
+    d = x - mean
+    return mean, math.sqrt(float(w.dot(d * d)) / total)
 
 
 def _wmean(x: np.ndarray, w: np.ndarray) -> Optional[float]:
-    ok = ~np.isnan(x)
-    total = float(w[ok].sum())
-    if total <= 0.0:
-        return None
-    return float(np.dot(w[ok], x[ok]) / total)
+    return _wstats(x, w, spread=False)[0]
 
 
 def _wstd(x: np.ndarray, w: np.ndarray) -> float:
-    mean = _wmean(x, w)
-    if mean is None:
-        return 0.0
-    ok = ~np.isnan(x)
-    return math.sqrt(float(np.dot(w[ok], (x[ok] - mean) ** 2) / w[ok].sum()))
+    return _wstats(x, w)[1]
 
 
 def _r2(y: np.ndarray, fitted: np.ndarray) -> Optional[float]:
@@ -361,37 +515,59 @@ def _r2(y: np.ndarray, fitted: np.ndarray) -> Optional[float]:
 # --- inflow -----------------------------------------------------------------
 
 @dataclass(frozen=True)
-class _Run:
-    """Consecutive intervals of inflow, quiet gaps shorter than IDLE_AFTER_S
-    included (indices into the series, inclusive)."""
-    first: int
-    last: int
-    bytes: float
-    seconds: float
+class _Runs:
+    """Runs of consecutive intervals of inflow, quiet gaps shorter than
+    IDLE_AFTER_S included, oldest first: per run its first and last interval
+    (indices into the series, inclusive), bytes and seconds.  Arrays, not
+    one object per run: a choppy history has dozens of runs."""
+    first: np.ndarray
+    last: np.ndarray
+    bytes: np.ndarray
+    seconds: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.first.size)
 
 
-def _runs(s: _Series, active: np.ndarray) -> List[_Run]:
-    idx = np.flatnonzero(active)
+def _runs(s: _Series, idx: np.ndarray) -> _Runs:
+    """The runs of the active intervals idx (the mask's nonzero())."""
     if idx.size == 0:
-        return []
-    gaps = s.start[idx[1:]] - s.t[idx[:-1]]
-    cut = np.flatnonzero(gaps >= IDLE_AFTER_S)
-    firsts = np.concatenate(([idx[0]], idx[cut + 1]))
-    lasts = np.concatenate((idx[cut], [idx[-1]]))
-    written = np.concatenate(([0.0], np.cumsum(s.inflow * s.dt)))
-    return [_Run(int(a), int(b), float(written[b + 1] - written[a]),
-                 float(s.t[b] - s.start[a]))
-            for a, b in zip(firsts, lasts, strict=True)]
+        empty = np.empty(0)
+        return _Runs(empty.astype(int), empty.astype(int), empty, empty)
+    start = s.start
+    # Per active interval: does a run start there (first, or after a long
+    # gap), does one end there (last, or before a long gap).
+    starts = np.empty(idx.size, dtype=bool)
+    starts[0] = True
+    np.greater_equal(start[idx[1:]] - s.t[idx[:-1]], IDLE_AFTER_S, out=starts[1:])
+    ends = np.empty(idx.size, dtype=bool)
+    ends[-1] = True
+    ends[:-1] = starts[1:]
+    firsts, lasts = idx[starts], idx[ends]
+    written = np.zeros(len(s) + 1)     # bytes written before each interval
+    (s.inflow * s.dt).cumsum(out=written[1:])
+    return _Runs(firsts, lasts, written[lasts + 1] - written[firsts],
+                 s.t[lasts] - start[firsts])
 
 
-def _quiet_for(s: _Series, active: np.ndarray) -> float:
+def _quiet_for(s: _Series, active: np.ndarray, idx: Optional[np.ndarray] = None) -> float:
     """Seconds since the last active interval ended (0 if the latest is
-    active; the whole series if none was)."""
+    active; the whole series if none was).  idx: its indices (nonzero()),
+    when the caller has it."""
     if active[-1]:
         return 0.0
-    idx = np.flatnonzero(active)
+    if idx is None:
+        idx = active.nonzero()[0]
     since = s.t[idx[-1]] if idx.size else s.start[0]
     return float(s.t[-1] - since)
+
+
+def _median(x: np.ndarray) -> float:
+    """np.median's value (the middle one, or the mean of the middle two) for
+    a short array without NaN, at a tenth of its overhead."""
+    v = sorted(x.tolist())
+    mid = len(v) // 2
+    return float(v[mid]) if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def idle_threshold_bps(long_bps: float) -> float:
@@ -401,91 +577,119 @@ def idle_threshold_bps(long_bps: float) -> float:
 def _inflow(s: _Series) -> InflowModel:
     if not len(s):
         return InflowModel(0.0, 0.0, 'idle', 0.0, None, None, 0)
-    short = _wmean(s.inflow, _weights(s, SHORT_HORIZON_S)) or 0.0
-    long_w = _weights(s, LONG_HORIZON_S)
+    short = _wmean(s.inflow, s.short_w) or 0.0
+    long_w = s.long_w
     long = _wmean(s.inflow, long_w) or 0.0
     active = s.inflow > idle_threshold_bps(long)
-    runs = _runs(s, active)
-    quiet_for = _quiet_for(s, active)
-    open_run = runs[-1] if runs and quiet_for < IDLE_AFTER_S else None
+    idx = active.nonzero()[0]
+    runs = _runs(s, idx)
+    quiet_for = _quiet_for(s, active, idx)
+    is_open = len(runs) > 0 and quiet_for < IDLE_AFTER_S    # the newest run goes on
     # A run starting with the history began before it: its size is unknown.
-    done = [r for r in runs if r is not open_run and r.first > 0]
+    done = runs.first > 0
+    if is_open:
+        done[-1] = False
+    n_done = np.count_nonzero(done)
 
     idle = not active[-1] and (short < idle_threshold_bps(long) or quiet_for >= IDLE_AFTER_S)
     burst = False
     if not idle:
         burst = short > BURST_FACTOR * long
-        if open_run is not None and open_run.first > 0 and open_run.seconds > 0:
+        first = int(runs.first[-1]) if is_open else 0
+        if first > 0 and runs.seconds[-1] > 0:
             # A young history's long average already holds the burst: compare
             # the run with the level before it began.
-            before = _wmean(s.inflow[:open_run.first], long_w[:open_run.first]) or 0.0
-            burst = burst or open_run.bytes / open_run.seconds > BURST_FACTOR * before
+            before = _wmean(s.inflow[:first], long_w[:first]) or 0.0
+            burst = burst or float(runs.bytes[-1] / runs.seconds[-1]) > BURST_FACTOR * before
     return InflowModel(
         short_bps=short, long_bps=long,
         state='idle' if idle else 'burst' if burst else 'steady',
         idle_for_s=quiet_for if idle else 0.0,
-        burst_bytes=float(np.median([r.bytes for r in done])) if done else None,
-        burst_seconds=float(np.median([r.seconds for r in done])) if done else None,
-        bursts_seen=len(done))
+        burst_bytes=_median(runs.bytes[done]) if n_done else None,
+        burst_seconds=_median(runs.seconds[done]) if n_done else None,
+        bursts_seen=n_done)
 
 
 # --- flush ------------------------------------------------------------------
 
 def _single_coefficient(x: np.ndarray, y: np.ndarray) -> float:
     """Least squares y ~= c * x through the origin, c >= 0."""
-    return max(float(np.dot(x, y) / np.dot(x, x)), 0.0)
+    return max(float(x.dot(y) / x.dot(x)), 0.0)
 
 
-def _nonnegative_pair(a: np.ndarray, y: np.ndarray,
-                      notes: List[str]) -> Tuple[float, float]:
-    """Two-column least squares with both coefficients >= 0: the free fit if
-    it is, else the better of the one-column fits with the other clipped to 0
-    (refitting the kept one, which the clipped one was compensating)."""
-    coef = np.linalg.lstsq(a, y, rcond=None)[0]
-    if (coef >= 0).all():
-        return float(coef[0]), float(coef[1])
+@dataclass(frozen=True)
+class _FlushPoints:
+    """The intervals with a PG in a flush mode: PGs in LOW and HIGH, flush
+    bytes/s, and the normal equations of flush ~= low * n_low + high * n_high.
+    PG counts are integers, so the Gram entries are exact (every product and
+    partial sum is an integer below 2**53 for any pg_num and history_size
+    the options allow) and det == 0 is exactly "rank below 2"."""
+    n_low: np.ndarray
+    n_high: np.ndarray
+    y: np.ndarray
+    g_ll: int        # n_low . n_low
+    g_lh: int
+    g_hh: int
+    det: int         # g_ll * g_hh - g_lh ** 2 (Python ints: no overflow)
+
+    @classmethod
+    def of(cls, n_low: np.ndarray, n_high: np.ndarray, y: np.ndarray) -> '_FlushPoints':
+        g_ll, g_lh, g_hh = (int(n_low.dot(n_low)), int(n_low.dot(n_high)),
+                            int(n_high.dot(n_high)))
+        return cls(n_low, n_high, y, g_ll, g_lh, g_hh, g_ll * g_hh - g_lh * g_lh)
+
+    def sse(self, low: float, high: float) -> float:
+        r = low * self.n_low + high * self.n_high - self.y
+        return float(r.dot(r))
+
+
+def _nonnegative_pair(p: _FlushPoints, notes: List[str]) -> Tuple[float, float]:
+    """Two-column least squares (full rank) with both coefficients >= 0: the
+    free fit if it is, else the better of the one-column fits with the other
+    clipped to 0 (refitting the kept one, which the clipped one was
+    compensating).  The free fit solves the 2x2 normal equations directly:
+    np.linalg.lstsq (an SVD) gave the same to rounding at many times the cost."""
+    b_l, b_h = float(p.n_low.dot(p.y)), float(p.n_high.dot(p.y))
+    coef = ((p.g_hh * b_l - p.g_lh * b_h) / p.det, (p.g_ll * b_h - p.g_lh * b_l) / p.det)
+    if coef[0] >= 0 and coef[1] >= 0:
+        return coef
     notes.append(f'flush: the free fit gave LOW {coef[0] / MIB:.2f} and HIGH '
                  f'{coef[1] / MIB:.2f} MiB/s per PG; the negative one is set to 0')
-    low = (_single_coefficient(a[:, 0], y), 0.0)
-    high = (0.0, _single_coefficient(a[:, 1], y))
-
-    def sse(c: Tuple[float, float]) -> float:
-        return float(((a @ np.array(c) - y) ** 2).sum())
-    return low if sse(low) <= sse(high) else high
+    low = (_single_coefficient(p.n_low, p.y), 0.0)
+    high = (0.0, _single_coefficient(p.n_high, p.y))
+    return low if p.sse(*low) <= p.sse(*high) else high
 
 
 def _flush(s: _Series, notes: List[str]) -> FlushModel:
     used = (s.n_low + s.n_high) > 0
-    points = int(used.sum())
+    points = int(np.count_nonzero(used))
     if points < FLUSH_MIN_POINTS:
         notes.append(f'flush: {_count(points, "interval")} with a PG in a flush mode, '
                      f'need {FLUSH_MIN_POINTS}')
         return FlushModel(None, None, None, points)
-    a = np.column_stack((s.n_low[used], s.n_high[used]))
-    y = s.flush[used]
+    p = _FlushPoints.of(s.n_low[used], s.n_high[used], s.flush[used])
     low: Optional[float]
     high: Optional[float]
-    if int(np.linalg.matrix_rank(a)) == 2:
-        low, high = _nonnegative_pair(a, y, notes)
+    if p.det != 0:
+        low, high = _nonnegative_pair(p, notes)
         if low > 0 and not (FLUSH_PRIOR_HIGH_OVER_LOW / 2 <= high / low
                             <= FLUSH_PRIOR_HIGH_OVER_LOW * 2):
             notes.append(f'flush: HIGH flushes {high / low:.1f}x LOW per PG; the agent\'s '
                          f'4 vs 2 in-flight ops per OSD suggest about '
                          f'{FLUSH_PRIOR_HIGH_OVER_LOW:.0f}x')
-    elif not a[:, 1].any():
-        low, high = _single_coefficient(a[:, 0], y), None
+    elif p.g_hh == 0:
+        low, high = _single_coefficient(p.n_low, p.y), None
         notes.append('flush: only LOW mode seen; one per-PG coefficient, HIGH assumed equal '
                      '(the agent allows it about twice the in-flight ops)')
-    elif not a[:, 0].any():
-        low, high = None, _single_coefficient(a[:, 1], y)
+    elif p.g_ll == 0:
+        low, high = None, _single_coefficient(p.n_high, p.y)
         notes.append('flush: only HIGH mode seen; one per-PG coefficient, LOW assumed equal '
                      '(the agent allows it about half the in-flight ops)')
     else:
-        low = high = _single_coefficient(a.sum(axis=1), y)
+        low = high = _single_coefficient(p.n_low + p.n_high, p.y)
         notes.append('flush: LOW and HIGH PG counts moved together; one coefficient for both')
-    fitted = a @ np.array([low if low is not None else 0.0,
-                           high if high is not None else 0.0])
-    return FlushModel(low, high, _r2(y, fitted), points)
+    fitted = (low or 0.0) * p.n_low + (high or 0.0) * p.n_high
+    return FlushModel(low, high, _r2(p.y, fitted), points)
 
 
 # --- evict ------------------------------------------------------------------
@@ -503,7 +707,7 @@ def byte_budget(tier: CacheTier, levels: AgentLevels) -> Optional[float]:
 
 
 def _evict(s: _Series, tier: CacheTier, levels: Optional[AgentLevels]) -> EvictModel:
-    evict = (_wmean(s.evict, _weights(s, SHORT_HORIZON_S)) or 0.0) if len(s) else 0.0
+    evict = (_wmean(s.evict, s.short_w) or 0.0) if len(s) else 0.0
     if levels is None:
         return EvictModel(evict, 0, 0)
     budget = byte_budget(tier, levels)
@@ -514,36 +718,31 @@ def _evict(s: _Series, tier: CacheTier, levels: Optional[AgentLevels]) -> EvictM
 
 # --- hits -------------------------------------------------------------------
 
-def _recent(s: _Series) -> np.ndarray:
-    return s.t >= s.t[-1] - RECENT_WINDOW_S
-
-
 def _absorbed(served: np.ndarray, proxied: np.ndarray, dt: np.ndarray) -> Optional[float]:
     """Share served over a window, from sums (single intervals' proxied
     figures can be negative; the sums are exact)."""
-    sv = float(np.dot(served, dt))
-    px = max(float(np.dot(proxied, dt)), 0.0)
+    sv = float(served.dot(dt))
+    px = max(float(proxied.dot(dt)), 0.0)
     return sv / (sv + px) if sv + px > 0 else None
 
 
 def _hits(s: _Series) -> HitModel:
     if not len(s):
         return HitModel(None, None, None, None, 0, 'no samples with rates yet')
-    proxied = s.proxied_ops
-    total = s.served_ops + proxied
-    known = ~np.isnan(proxied)
-    active = known & (total > HIT_MIN_OPS_SEC)
-    window = known & _recent(s)
+    total = s.total_ops
+    known = ~np.isnan(s.proxied_ops)
+    active = total > HIT_MIN_OPS_SEC    # False where unknown (NaN)
+    window = s.window(known)
     hit_ratio = None
-    if (active & window).any():
-        hit_ratio = _absorbed(s.served_ops[window],
-                              (s.px_read_ops + s.px_write_ops)[window], s.dt[window])
-    used = active & ~np.isnan(s.fill)
-    points = int(used.sum())
+    if _any(active[window]):
+        hit_ratio = _absorbed(s.served_ops[window], s.px_ops[window], s.dt[window])
+    has_fill = ~np.isnan(s.fill)
+    used = active & has_fill
+    points = int(np.count_nonzero(used))
     too_thin: Optional[str] = None
-    if np.isnan(s.fill).all():
+    if not _any(has_fill):
         too_thin = 'no target_max_bytes/objects: fill is unknown'
-    elif not known.any():
+    elif not _any(known):
         too_thin = 'no base pool counters: proxied IO is unknown'
     elif points < HIT_MIN_POINTS:
         too_thin = f'{_count(points, "point")}, need {HIT_MIN_POINTS}'
@@ -554,10 +753,21 @@ def _hits(s: _Series) -> HitModel:
             too_thin = f'fill varied only {span:.3f}, need {HIT_MIN_FILL_SPAN}'
     if too_thin is not None:
         return HitModel(hit_ratio, None, None, None, points, too_thin)
+    fill = s.fill[used]
     share = s.served_ops[used] / total[used]
-    slope, intercept = np.polyfit(s.fill[used], share, 1)
-    r2 = _r2(share, intercept + slope * s.fill[used])
-    return HitModel(hit_ratio, float(intercept), float(slope), r2, points, None)
+    slope, intercept = _line(fill, share)
+    r2 = _r2(share, intercept + slope * fill)
+    return HitModel(hit_ratio, intercept, slope, r2, points, None)
+
+
+def _line(x: np.ndarray, y: np.ndarray) -> Tuple[float, float]:
+    """Least squares y ~= intercept + slope * x: (slope, intercept), as
+    np.polyfit(x, y, 1) gives them (to rounding) in a tenth of its time.
+    Centred sums keep it exact enough; x varies (the caller checks)."""
+    xm, ym = float(x.mean()), float(y.mean())
+    dx = x - xm
+    slope = float(dx.dot(y - ym) / dx.dot(dx))
+    return slope, ym - slope * xm
 
 
 # --- promote gate -----------------------------------------------------------
@@ -566,54 +776,57 @@ def _pct(x: float) -> str:
     return f'{100 * x:.0f}%'
 
 
+def _gate(throttle_ops: float, limiter: str, detail: str,
+          recommend: Optional[Dict[str, Any]] = None, write: Optional[float] = None,
+          read: Optional[float] = None, promote: float = 0.0) -> PromoteGate:
+    # Module level, not a closure in _promote: a nested def evaluates its
+    # typing annotations on every call.
+    return PromoteGate(write, read, promote, throttle_ops, limiter, detail, recommend or {})
+
+
 def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
              levels: Optional[AgentLevels]) -> PromoteGate:
     throttle_ops = limits.max_objects_sec_per_osd * limits.osds
     throttle_bytes = limits.max_bytes_sec_per_osd * limits.osds
-
-    def gate(limiter: str, detail: str, recommend: Optional[Dict[str, Any]] = None,
-             write: Optional[float] = None, read: Optional[float] = None,
-             promote: float = 0.0) -> PromoteGate:
-        return PromoteGate(write, read, promote, throttle_ops, limiter, detail,
-                           recommend or {})
+    gate = partial(_gate, throttle_ops)
 
     if not len(s):
         return gate('unknown', 'no samples with rates yet')
-    promote_now = _wmean(s.promote, _weights(s, SHORT_HORIZON_S)) or 0.0
-    known = ~np.isnan(s.px_write_bytes)
-    window = known & _recent(s)
-    if not window.any():
+    promote_now = _wmean(s.promote, s.short_w) or 0.0
+    window = s.window(~np.isnan(s.px_write_bytes))
+    dt = s.dt[window]
+    if not dt.size:
         return gate('unknown', 'no base pool counters: proxied IO is unknown',
                     promote=promote_now)
-    write = _absorbed(s.write_bytes[window], s.px_write_bytes[window], s.dt[window])
-    read = _absorbed(s.read_bytes[window], s.px_read_bytes[window], s.dt[window])
-    active = window & (s.served_ops + s.proxied_ops > HIT_MIN_OPS_SEC)
-    n_active = int(active.sum())
+    write = _absorbed(s.write_bytes[window], s.px_write_bytes[window], dt)
+    read = _absorbed(s.read_bytes[window], s.px_read_bytes[window], dt)
+    active = s.total_ops[window] > HIT_MIN_OPS_SEC   # within the window
+    n_active = int(np.count_nonzero(active))
     span = f'the last {float(s.t[-1] - s.start[window].min()):.0f} s'
     if n_active < GATE_MIN_ACTIVE:
         return gate('unknown', f'{_count(n_active, "interval")} with client IO in {span}, '
                     f'need {GATE_MIN_ACTIVE}', write=write, read=read, promote=promote_now)
 
-    busy_s = float(s.dt[active].sum())
-    promote_busy = float(np.dot(s.promote[active], s.dt[active])) / busy_s
-    proxied_busy = max(float(np.dot((s.px_read_ops + s.px_write_ops)[window],
-                                    s.dt[window])), 0.0) / busy_s
-    avg_obj = (levels.user_bytes / levels.user_objects
-               if levels is not None and levels.user_objects else 0.0)
-    load = max(promote_busy / throttle_ops if throttle_ops > 0 else 0.0,
-               promote_busy * avg_obj / throttle_bytes if throttle_bytes > 0 else 0.0)
     absorbed = ' and '.join(f'{_pct(x)} of {kind} bytes'
                             for x, kind in ((write, 'write'), (read, 'read')) if x is not None)
     shares = f'the cache absorbed {absorbed or "no client bytes"} over {span}'
-    promotes = (f'promotes ran at {promote_busy:.1f}/s while busy, {100 * load:.0f}% of '
-                f'the throttle ({throttle_ops:.0f} objects/s, '
-                f'{throttle_bytes / MIB:.0f} MiB/s over {_count(limits.osds, "OSD")})')
     write_px = 1.0 - write if write is not None else 0.0
     read_px = 1.0 - read if read is not None else 0.0
     if max(write_px, read_px) < MEANINGFUL_PROXIED_SHARE:
         return gate('none', f'{shares}: almost nothing is proxied to the base',
                     write=write, read=read, promote=promote_now)
 
+    busy = dt[active]
+    busy_s = float(busy.sum())
+    promote_busy = float(s.promote[window][active].dot(busy)) / busy_s
+    proxied_busy = max(float(s.px_ops[window].dot(dt)), 0.0) / busy_s
+    avg_obj = (levels.user_bytes / levels.user_objects
+               if levels is not None and levels.user_objects else 0.0)
+    load = max(promote_busy / throttle_ops if throttle_ops > 0 else 0.0,
+               promote_busy * avg_obj / throttle_bytes if throttle_bytes > 0 else 0.0)
+    promotes = (f'promotes ran at {promote_busy:.1f}/s while busy, {100 * load:.0f}% of '
+                f'the throttle ({throttle_ops:.0f} objects/s, '
+                f'{throttle_bytes / MIB:.0f} MiB/s over {_count(limits.osds, "OSD")})')
     if load >= THROTTLE_FRACTION:
         return gate('throttle', f'{shares}; {promotes}, with {proxied_busy:.1f} ops/s '
                     'still proxied', write=write, read=read,
@@ -687,18 +900,21 @@ def _predictions(s: _Series, history: Sequence[HistoryEntry], tier: CacheTier,
     budget = byte_budget(tier, levels)
     if budget is None:
         return Predictions(None, None)
-    w = _weights(s, SHORT_HORIZON_S)
+    w = s.short_w
     # Idle means no inflow now, whatever the short average still remembers
     # of the last burst (it keeps 70% of it 20 s on).
     now_bps = 0.0 if inflow.state == 'idle' else inflow.short_bps
     net = now_bps - _current_flush_bps(history, flush)
+    # (The spreads only matter for a positive rate: _time_to is None otherwise.)
     to_dirty_high = _time_to(tier.ratios.dirty_high * budget - history[-1].dirty_bytes,
-                             net, _wstd(s.inflow, w))
+                             net, _wstd(s.inflow, w) if net > 0 else 0.0)
     # Likewise the fill stops growing when promotions and writes stop.
-    growing = ~np.isnan(s.growth) & (s.growth > IDLE_FLOOR_BPS)
-    growth = _wmean(s.growth, w) if _quiet_for(s, growing) < IDLE_AFTER_S else None
-    to_full = (_time_to(budget - levels.user_bytes, growth, _wstd(s.growth, w))
-               if growth is not None else None)
+    growing = s.growth > IDLE_FLOOR_BPS    # False where unknown (NaN)
+    to_full = None
+    if _quiet_for(s, growing) < IDLE_AFTER_S:
+        growth, spread = _wstats(s.growth, w)
+        if growth is not None:
+            to_full = _time_to(budget - levels.user_bytes, growth, spread)
     return Predictions(to_dirty_high, to_full)
 
 
@@ -716,12 +932,19 @@ def _why_not(tier: CacheTier, samples: int, window_s: float) -> Optional[str]:
 
 
 def fit(history: Sequence[HistoryEntry], tier: CacheTier,
-        limits: PromoteLimits = DEFAULT_LIMITS) -> PoolModel:
+        limits: PromoteLimits = DEFAULT_LIMITS,
+        cache: Optional[SeriesCache] = None) -> PoolModel:
     """The pool's model from its history (oldest first).  Never raises on a
     short or empty history: what cannot be estimated is None, and fitted
-    says whether the whole is worth acting on."""
-    s = _series(history, tier)
-    levels = agent_levels(tier, history[-1].sample.counters) if history else None
+    says whether the whole is worth acting on.  With a cache (one per pool,
+    given the same pool's history every call) the arrays are kept across
+    calls instead of rebuilt; the model is the same."""
+    if cache is not None:
+        s = cache.series(history, tier)
+        levels = cache.levels if history else None
+    else:
+        s = _series(history, tier)
+        levels = agent_levels(tier, history[-1].sample.counters) if history else None
     window_s = float(history[-1].sample.mono - history[0].sample.mono) if history else 0.0
     notes: List[str] = []
     inflow = _inflow(s)

@@ -58,6 +58,20 @@ def _base_reset(prev: PoolSample, cur: PoolSample) -> bool:
                for f in ('num_read', 'num_read_kb', 'num_write', 'num_write_kb'))
 
 
+# Rates' per-second figures: (field, cumulative counter, scale to bytes or ops).
+_PER_SEC = (
+    ('flush_bytes_sec', 'num_flush_kb', 1024),
+    ('flush_ops_sec', 'num_flush', 1.0),
+    ('evict_bytes_sec', 'num_evict_kb', 1024),
+    ('evict_ops_sec', 'num_evict', 1.0),
+    ('promote_ops_sec', 'num_promote', 1.0),
+    ('read_bytes_sec', 'num_read_kb', 1024),
+    ('read_ops_sec', 'num_read', 1.0),
+    ('write_bytes_sec', 'num_write_kb', 1024),
+    ('write_ops_sec', 'num_write', 1.0),
+)
+
+
 def derive_rates(prev: PoolSample, cur: PoolSample,
                  prev_dirty_bytes: int = 0, cur_dirty_bytes: int = 0) -> Optional[Rates]:
     """None when no honest rate exists for the interval: too short or
@@ -67,27 +81,14 @@ def derive_rates(prev: PoolSample, cur: PoolSample,
     if dt < MIN_RATE_INTERVAL_S:
         return None
     p, c = prev.counters, cur.counters
-
-    def per_sec(name: str, scale: float = 1.0) -> Optional[float]:
-        delta = getattr(c, name) - getattr(p, name)
-        return None if delta < 0 else delta * scale / dt
-
-    values = {
-        'flush_bytes_sec': per_sec('num_flush_kb', 1024),
-        'flush_ops_sec': per_sec('num_flush'),
-        'evict_bytes_sec': per_sec('num_evict_kb', 1024),
-        'evict_ops_sec': per_sec('num_evict'),
-        'promote_ops_sec': per_sec('num_promote'),
-        'read_bytes_sec': per_sec('num_read_kb', 1024),
-        'read_ops_sec': per_sec('num_read'),
-        'write_bytes_sec': per_sec('num_write_kb', 1024),
-        'write_ops_sec': per_sec('num_write'),
-    }
-    if any(v is None for v in values.values()):
-        return None
+    values: Dict[str, float] = {}
+    for name, counter, scale in _PER_SEC:
+        delta = getattr(c, counter) - getattr(p, counter)
+        if delta < 0:
+            return None
+        values[name] = delta * scale / dt
     return Rates(interval_s=dt, dirty_bytes_growth_sec=(cur_dirty_bytes - prev_dirty_bytes) / dt,
-                 **{k: float(v or 0.0) for k, v in values.items()},
-                 **_proxied_rates(prev, cur, dt))
+                 **values, **_proxied_rates(prev, cur, dt))
 
 
 def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Dict[str, float]:

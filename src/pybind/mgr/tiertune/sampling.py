@@ -6,7 +6,7 @@ caller says the topology may have changed.  Never `pg_dump`, `pg_stats` or
 """
 
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Collection, Dict, Mapping, Optional, Tuple
 
 from .topology import CacheTier
 
@@ -50,7 +50,11 @@ class PoolCounters:
 
     @classmethod
     def from_stat_sum(cls, stat_sum: Mapping[str, Any]) -> 'PoolCounters':
-        return cls(**{f.name: int(stat_sum.get(f.name, 0)) for f in fields(cls)})
+        # Positional, from names listed once: twice a cache pool every tick.
+        return cls(*[int(stat_sum.get(name, 0)) for name in COUNTER_NAMES])
+
+
+COUNTER_NAMES = tuple(f.name for f in fields(PoolCounters))
 
 
 CUMULATIVE_COUNTERS = ('num_flush', 'num_flush_kb', 'num_evict', 'num_evict_kb',
@@ -110,11 +114,16 @@ def agent_levels(tier: CacheTier, c: PoolCounters) -> AgentLevels:
                        fill=fill, dirty=dirty_frac)
 
 
-def stat_sums(pool_stats: Mapping[str, Any]) -> Dict[int, Tuple[int, Mapping[str, Any]]]:
-    """pool id -> (num_pg, stat_sum) from get('pool_stats')."""
+def stat_sums(pool_stats: Mapping[str, Any], wanted: Optional[Collection[int]] = None
+              ) -> Dict[int, Tuple[int, Mapping[str, Any]]]:
+    """pool id -> (num_pg, stat_sum) from get('pool_stats'), for the pools
+    in wanted (default all): a tick needs the cache pools and their bases,
+    of perhaps a thousand pools."""
     out: Dict[int, Tuple[int, Mapping[str, Any]]] = {}
     for entry in pool_stats.get('pool_stats', []):
-        out[int(entry['poolid'])] = (int(entry.get('num_pg', 0)), entry.get('stat_sum', {}))
+        pid = int(entry['poolid'])
+        if wanted is None or pid in wanted:
+            out[pid] = (int(entry.get('num_pg', 0)), entry.get('stat_sum', {}))
     return out
 
 
@@ -124,7 +133,7 @@ def take_samples(get: Getter, tiers: Mapping[int, CacheTier], mono: float,
     created, or just deleted) are left out."""
     if not tiers:
         return {}
-    sums = stat_sums(get('pool_stats'))
+    sums = stat_sums(get('pool_stats'), {*tiers, *(t.base_pool_id for t in tiers.values())})
     samples: Dict[int, PoolSample] = {}
     for pid, tier in tiers.items():
         if pid not in sums:

@@ -12,7 +12,6 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
 from . import actuation, controller, models
 from .rates import HistoryBook
-from .sampling import agent_levels
 from .state import HISTORY_KEEP, DecisionRecord, Settings, ratios_from_dict
 from .topology import CacheTier, Ratios
 
@@ -52,6 +51,8 @@ class Tuner:
     histories: Dict[int, Deque[DecisionRecord]] = field(default_factory=dict)
     views: Dict[int, PoolView] = field(default_factory=dict)
     retry_after: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # mono, backoff
+    # Per pool, the models' arrays kept between ticks (see models.SeriesCache).
+    series: Dict[int, models.SeriesCache] = field(default_factory=dict)
 
     def history(self, pool_id: int) -> Deque[DecisionRecord]:
         if pool_id not in self.histories:
@@ -63,16 +64,22 @@ class Tuner:
              mono: float, wall: float) -> None:
         for pid in [p for p in self.views if p not in tiers]:
             del self.views[pid]
+        for pid in [p for p in self.series if p not in tiers]:
+            del self.series[pid]
         for pid, tier in tiers.items():
             hist = book.get(pid)
-            entries = list(hist.entries) if hist else []
-            model = models.fit(entries, tier, limits.get(pid, models.DEFAULT_LIMITS))
+            # The deque itself: fit() reads it by index near its ends.
+            entries: Sequence[Any] = hist.entries if hist else ()
+            cache = self.series.get(pid)
+            if cache is None:
+                cache = self.series[pid] = models.SeriesCache()
+            model = models.fit(entries, tier, limits.get(pid, models.DEFAULT_LIMITS), cache)
             ps = self.settings.pool(pid)
             mode = self.settings.effective_mode(pid)
             if mode == 'on':
                 self._notice_manual_change(pid, tier, eff)
                 mode = self.settings.effective_mode(pid)
-            levels = agent_levels(tier, entries[-1].sample.counters) if entries else None
+            levels = cache.levels   # the newest entry's, as fit() just computed them
             inp = controller.ControllerInput(
                 now_s=mono, ratios=tier.ratios,
                 fill=levels.fill if levels else None, dirty=levels.dirty if levels else None,
