@@ -197,7 +197,9 @@ def _triple(r: Ratios) -> Triple:
 
 def same(a: Ratios, b: Ratios) -> bool:
     """Equal as the mon stores them (millionths)."""
-    return all(_micro(x) == _micro(y) for x, y in zip(_triple(a), _triple(b), strict=True))
+    # Unrolled: called several times per pool per tick.
+    return (_micro(a.dirty) == _micro(b.dirty) and _micro(a.dirty_high) == _micro(b.dirty_high)
+            and _micro(a.full) == _micro(b.full))
 
 
 def _f(x: float) -> str:
@@ -304,6 +306,10 @@ def step(current: Ratios, recommended: Ratios, knobs: Knobs,
     exception.  For an ordered current that pass changes nothing.
     """
     c, r = _triple(current), _triple(recommended)
+    if c == r and c[0] <= c[1] <= c[2]:
+        # Nothing to move (the usual tick): every delta is 0, so each t_i is
+        # c_i, no push changes an ordered point, and the last pass keeps it.
+        return _round(c)
     t: List[float] = []
     moving: List[bool] = []
     for ci, ri, ex in zip(c, r, exempt, strict=True):
@@ -369,6 +375,10 @@ class _RatioWhy:
     purpose: str = ''                # e.g. 'so flushing starts early'
     safety: bool = False             # about writes blocking: listed first
     say_if_kept: bool = False        # worth a sentence even when the ratio does not move
+
+
+# _ratio_sentences' stand-in for a ratio with no _RatioWhy (read only).
+_NO_WHY = _RatioWhy()
 
 
 @dataclass
@@ -613,8 +623,11 @@ def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, 
     """One sentence per ratio worth mentioning: safety first, then moves."""
     ranked: List[Tuple[Tuple[bool, bool, int], str]] = []
     for i, (name, (lo, hi)) in enumerate(zip(NAMES, bounds.ranges(), strict=True)):
-        w = whys.get(name, _RatioWhy())
+        w = whys.get(name, _NO_WHY)
         c, r, n = getattr(current, name), getattr(rec, name), getattr(nxt, name)
+        moves = _micro(n) != _micro(c)
+        if not moves and _micro(r) == _micro(c) and not w.say_if_kept:
+            continue    # no sentence (the usual tick): build none of its parts
         label = LABELS[name]
         lead = f'{w.why}: ' if w.why else ''
         purpose = w.purpose
@@ -623,7 +636,6 @@ def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, 
             lead, purpose = '', f'into its bounds {_f(lo)}..{_f(hi)}'
         elif not w.why:
             purpose = 'to keep dirty <= dirty_high <= full'
-        moves = _micro(n) != _micro(c)
         if moves:
             verb = 'lowering' if n < c else 'raising'
             target = f'{w.bound} {_f(r)}' if w.bound else _f(r)
@@ -633,10 +645,8 @@ def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, 
             why_not = held or (f'within the {_f(knobs.deadband)} deadband'
                                if abs(r - c) < knobs.deadband else 'held')
             s = f'{lead}{label} would go {_f(c)} -> {_f(r)} {purpose}; not now: {why_not}'
-        elif w.say_if_kept:
+        else:   # w.say_if_kept
             s = f'{lead}{label} stays at {_f(c)}'
-        else:
-            continue
         ranked.append(((not w.safety, not moves, i), ' '.join(s.split())))
     return [s for _, s in sorted(ranked)]
 
@@ -650,6 +660,16 @@ def _rate_limit(inp: ControllerInput) -> Tuple[float, Optional[float], Optional[
     if not math.isfinite(since):
         return interval, None, interval     # unknown: wait a full interval
     return interval, since, max(interval - since, 0.0)
+
+
+def _invalid_note(invalid: List[str], current: Ratios, recommended: Ratios,
+                  verb: str) -> List[str]:
+    # Module level, not a closure in decide: a nested def evaluates its
+    # typing annotations on every call.
+    if not invalid:
+        return []
+    return [f'current ratios {_fmt(current)} are outside the bounds or misordered '
+            f'({"; ".join(invalid)}): {verb} them toward {_fmt(recommended)}']
 
 
 def decide(inp: ControllerInput) -> Decision:
@@ -679,18 +699,12 @@ def decide(inp: ControllerInput) -> Decision:
     else:
         recommended = nearest_valid(current, inp.bounds)
 
-    def invalid_note(verb: str) -> List[str]:
-        if not invalid:
-            return []
-        return [f'current ratios {_fmt(current)} are outside the bounds or misordered '
-                f'({"; ".join(invalid)}): {verb} them toward {_fmt(recommended)}']
-
     holds = [str(r) for r in inp.hold_reasons]
     if not fitted:
         holds.append(f'model not fitted: {inp.model.why_not or "no reason given"}')
     if holds:
         # Say where it would go, do not move.
-        reasons = holds + invalid_note('would move')
+        reasons = holds + _invalid_note(invalid, current, recommended, 'would move')
         if law is not None:
             reasons += _ratio_sentences(current, recommended, current, law.whys, 'holding',
                                         inp.knobs, inp.bounds) + law.notes
@@ -700,7 +714,7 @@ def decide(inp: ControllerInput) -> Decision:
     assert law is not None
     nxt = step(current, recommended, inp.knobs, _exempt(current, inp.bounds))
     bounds_block = '; '.join(law.blocks) if law.blocks else None
-    lead = invalid_note('moving')
+    lead = _invalid_note(invalid, current, recommended, 'moving')
     if same(nxt, current):
         reasons = lead + _ratio_sentences(current, recommended, current, law.whys, None,
                                           inp.knobs, inp.bounds) + law.notes

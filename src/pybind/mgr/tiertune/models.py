@@ -9,9 +9,9 @@ constants, no per-PG work.
 import dataclasses
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import partial
-from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, Union
 
 # The lint venv has no numpy; Debian's python3-numpy (with its stubs) is the
 # runtime one.  unused-ignore keeps this line clean wherever numpy is found.
@@ -281,21 +281,31 @@ class _Series:
     total_ops: np.ndarray    # served_ops + proxied_ops (NaN where unknown)
     short_gain: np.ndarray   # the interval's EWMA weight before decay (see _weights)
     long_gain: np.ndarray
+    # The two gain rows as one (2, n) block (they are adjacent columns of
+    # the caller's array): both weight vectors then cost one numpy call each
+    # step instead of two.  Not kept.
+    gains: InitVar[np.ndarray]
     # Figures that depend on the newest interval, which every fit uses: set
     # once in __post_init__ (functools.cached_property locks on each first
     # access, a cost of its own at this scale).
-    age: np.ndarray = field(init=False, repr=False)      # t - t[-1], <= 0
     short_w: np.ndarray = field(init=False, repr=False)  # EWMA weights (_weights)
     long_w: np.ndarray = field(init=False, repr=False)
+    # Their sums, which every weighted mean of a NaN-free row divides by:
+    # a sum is one of the dearest numpy calls on a short array.
+    short_total: float = field(init=False, repr=False)
+    long_total: float = field(init=False, repr=False)
     # The intervals ending within RECENT_WINDOW_S of the newest: a suffix,
     # since t ascends (the history is oldest first).
     recent: slice = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, gains: np.ndarray) -> None:
         newest = self.t[-1] if self.t.size else 0.0
-        self.age = self.t - newest
-        self.short_w = _weights(self.short_gain, self.age, SHORT_HORIZON_S)
-        self.long_w = _weights(self.long_gain, self.age, LONG_HORIZON_S)
+        # _weights for both horizons at once; elementwise, so each row is
+        # bit for bit what _weights gives it alone (and each row's sum what
+        # the row's own sum() gives: the same pairwise summation).
+        w = _weights(gains, self.t - newest, _HORIZONS)
+        self.short_w, self.long_w = w
+        self.short_total, self.long_total = w.sum(axis=1).tolist()
         self.recent = slice(int(self.t.searchsorted(newest - RECENT_WINDOW_S)), None)
 
     def __len__(self) -> int:
@@ -304,13 +314,27 @@ class _Series:
     def window(self, known: np.ndarray) -> Union[slice, np.ndarray]:
         """Index of the recent intervals where known: the recent slice when
         every interval is known (the usual case: a view, cheaper than a mask)."""
-        if np.count_nonzero(known) == known.size:
+        if _nnz(known) == known.size:
             return self.recent
         return known & (self.t >= self.t[-1] - RECENT_WINDOW_S)
 
 
 _SERIES_FIELDS = tuple(f.name for f in dataclasses.fields(_Series) if f.init)   # the columns
 _GROWTH = _SERIES_FIELDS.index('growth')
+_GAINS = _SERIES_FIELDS.index('short_gain')
+assert _SERIES_FIELDS[_GAINS:] == ('short_gain', 'long_gain')
+# Per row of the gains block: its horizon (a column, to broadcast over the intervals).
+_HORIZONS = np.array([[SHORT_HORIZON_S], [LONG_HORIZON_S]])
+
+
+def _make_series(block: np.ndarray) -> _Series:
+    """The _Series of a (columns, rows) block: one view per column."""
+    return _new_series(*block, block[_GAINS:])
+
+
+# _Series untyped, for _make_series: gains (the InitVar after the columns)
+# goes positionally, and mypy cannot tell that *block stops before it.
+_new_series: Callable[..., _Series] = _Series
 
 
 def _inflow_bps(r: Rates) -> float:
@@ -371,7 +395,7 @@ def _series(history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
     # Contiguous columns, as SeriesCache's: a dot product over a strided
     # array sums in another order, and the two paths must agree exactly.
     cols = np.ascontiguousarray(np.array(rows, dtype=float).reshape(-1, len(_SERIES_FIELDS)).T)
-    return _Series(*cols)
+    return _make_series(cols)
 
 
 class SeriesCache:
@@ -400,7 +424,7 @@ class SeriesCache:
             self._rebuild(history, tier)
         block = self._cols[:, self._first:self._end]
         block.flags.writeable = False   # fit() must never change the mirrored rows
-        return _Series(*block)
+        return _make_series(block)
 
     def _follow(self, history: Sequence[HistoryEntry], tier: CacheTier) -> bool:
         """Bring the rows up to date from the entries added and dropped since
@@ -460,13 +484,22 @@ class SeriesCache:
 
 # --- numpy helpers ---------------------------------------------------------
 
+# np.count_nonzero(a) is multiarray.count_nonzero behind the
+# __array_function__ dispatch, which is three quarters of its cost on
+# arrays this short: the same C function, called directly.  numpy 2 moved
+# numpy.core (and warns on it): the public one there.
+_nnz: Callable[[np.ndarray], int] = (
+    getattr(np.core.multiarray, 'count_nonzero', np.count_nonzero)
+    if np.lib.NumpyVersion(np.__version__) < '2.0.0' else np.count_nonzero)
+
+
 def _any(mask: np.ndarray) -> bool:
     # count_nonzero is a third of ndarray.any()'s overhead on short arrays.
-    return np.count_nonzero(mask) > 0
+    return _nnz(mask) > 0
 
 
-
-def _weights(gain: np.ndarray, age: np.ndarray, horizon_s: float) -> np.ndarray:
+def _weights(gain: np.ndarray, age: np.ndarray, horizon_s: Union[float, np.ndarray]
+             ) -> np.ndarray:
     """The time-weighted EWMA's weight on each interval: its length's share
     of the horizon (gain), decayed by how long ago it ended (age <= 0).
     Normalised by their sum (in _wmean) this is the EWMA once the history is
@@ -475,18 +508,20 @@ def _weights(gain: np.ndarray, age: np.ndarray, horizon_s: float) -> np.ndarray:
     return gain * np.exp(age / horizon_s)
 
 
-def _wstats(x: np.ndarray, w: np.ndarray,
+def _wstats(x: np.ndarray, w: np.ndarray, total: Optional[float] = None,
             spread: bool = True) -> Tuple[Optional[float], float]:
     """Weighted mean (None without weight) and standard deviation (0.0 then,
     and when spread is False) of x, leaving out the intervals where x is
     NaN.  Most series have none: the weighted sum is then NaN-free and no
-    masking is needed."""
+    masking is needed.  total: w.sum(), when the caller has it."""
     num = float(w.dot(x))
     if math.isnan(num):
-        ok = ~np.isnan(x)
+        ok = x == x     # not NaN: one numpy call where ~np.isnan(x) is two
         x, w = x[ok], w[ok]
         num = float(w.dot(x))
-    total = float(w.sum())
+        total = None
+    if total is None:
+        total = float(w.sum())
     if total <= 0.0:
         return None, 0.0
     mean = num / total
@@ -496,12 +531,19 @@ def _wstats(x: np.ndarray, w: np.ndarray,
     return mean, math.sqrt(float(w.dot(d * d)) / total)
 
 
-def _wmean(x: np.ndarray, w: np.ndarray) -> Optional[float]:
-    return _wstats(x, w, spread=False)[0]
+def _wmean(x: np.ndarray, w: np.ndarray, total: Optional[float] = None) -> Optional[float]:
+    return _wstats(x, w, total, spread=False)[0]
 
 
-def _wstd(x: np.ndarray, w: np.ndarray) -> float:
-    return _wstats(x, w)[1]
+def _wstd(x: np.ndarray, w: np.ndarray, total: Optional[float] = None,
+          mean: Optional[float] = None) -> float:
+    """mean: _wmean(x, w, total), when the caller has it."""
+    if mean is not None and total is not None:
+        d = x - mean
+        v = float(w.dot(d * d))
+        if not math.isnan(v):   # x has no NaN, so mean and total are over all of it
+            return math.sqrt(v / total)
+    return _wstats(x, w, total)[1]
 
 
 def _r2(y: np.ndarray, fitted: np.ndarray) -> Optional[float]:
@@ -577,9 +619,9 @@ def idle_threshold_bps(long_bps: float) -> float:
 def _inflow(s: _Series) -> InflowModel:
     if not len(s):
         return InflowModel(0.0, 0.0, 'idle', 0.0, None, None, 0)
-    short = _wmean(s.inflow, s.short_w) or 0.0
+    short = _wmean(s.inflow, s.short_w, s.short_total) or 0.0
     long_w = s.long_w
-    long = _wmean(s.inflow, long_w) or 0.0
+    long = _wmean(s.inflow, long_w, s.long_total) or 0.0
     active = s.inflow > idle_threshold_bps(long)
     idx = active.nonzero()[0]
     runs = _runs(s, idx)
@@ -589,7 +631,7 @@ def _inflow(s: _Series) -> InflowModel:
     done = runs.first > 0
     if is_open:
         done[-1] = False
-    n_done = np.count_nonzero(done)
+    n_done = _nnz(done)
 
     idle = not active[-1] and (short < idle_threshold_bps(long) or quiet_for >= IDLE_AFTER_S)
     burst = False
@@ -662,7 +704,7 @@ def _nonnegative_pair(p: _FlushPoints, notes: List[str]) -> Tuple[float, float]:
 
 def _flush(s: _Series, notes: List[str]) -> FlushModel:
     used = (s.n_low + s.n_high) > 0
-    points = int(np.count_nonzero(used))
+    points = int(_nnz(used))
     if points < FLUSH_MIN_POINTS:
         notes.append(f'flush: {_count(points, "interval")} with a PG in a flush mode, '
                      f'need {FLUSH_MIN_POINTS}')
@@ -707,7 +749,7 @@ def byte_budget(tier: CacheTier, levels: AgentLevels) -> Optional[float]:
 
 
 def _evict(s: _Series, tier: CacheTier, levels: Optional[AgentLevels]) -> EvictModel:
-    evict = (_wmean(s.evict, s.short_w) or 0.0) if len(s) else 0.0
+    evict = (_wmean(s.evict, s.short_w, s.short_total) or 0.0) if len(s) else 0.0
     if levels is None:
         return EvictModel(evict, 0, 0)
     budget = byte_budget(tier, levels)
@@ -738,7 +780,7 @@ def _hits(s: _Series) -> HitModel:
         hit_ratio = _absorbed(s.served_ops[window], s.px_ops[window], s.dt[window])
     has_fill = ~np.isnan(s.fill)
     used = active & has_fill
-    points = int(np.count_nonzero(used))
+    points = int(_nnz(used))
     too_thin: Optional[str] = None
     if not _any(has_fill):
         too_thin = 'no target_max_bytes/objects: fill is unknown'
@@ -792,7 +834,7 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
 
     if not len(s):
         return gate('unknown', 'no samples with rates yet')
-    promote_now = _wmean(s.promote, s.short_w) or 0.0
+    promote_now = _wmean(s.promote, s.short_w, s.short_total) or 0.0
     window = s.window(~np.isnan(s.px_write_bytes))
     dt = s.dt[window]
     if not dt.size:
@@ -801,7 +843,7 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
     write = _absorbed(s.write_bytes[window], s.px_write_bytes[window], dt)
     read = _absorbed(s.read_bytes[window], s.px_read_bytes[window], dt)
     active = s.total_ops[window] > HIT_MIN_OPS_SEC   # within the window
-    n_active = int(np.count_nonzero(active))
+    n_active = int(_nnz(active))
     span = f'the last {float(s.t[-1] - s.start[window].min()):.0f} s'
     if n_active < GATE_MIN_ACTIVE:
         return gate('unknown', f'{_count(n_active, "interval")} with client IO in {span}, '
@@ -906,13 +948,15 @@ def _predictions(s: _Series, history: Sequence[HistoryEntry], tier: CacheTier,
     now_bps = 0.0 if inflow.state == 'idle' else inflow.short_bps
     net = now_bps - _current_flush_bps(history, flush)
     # (The spreads only matter for a positive rate: _time_to is None otherwise.)
+    # inflow.short_bps is _wmean(s.inflow, w, total) whenever there is weight.
+    mean = inflow.short_bps if s.short_total > 0.0 else None
     to_dirty_high = _time_to(tier.ratios.dirty_high * budget - history[-1].dirty_bytes,
-                             net, _wstd(s.inflow, w) if net > 0 else 0.0)
+                             net, _wstd(s.inflow, w, s.short_total, mean) if net > 0 else 0.0)
     # Likewise the fill stops growing when promotions and writes stop.
     growing = s.growth > IDLE_FLOOR_BPS    # False where unknown (NaN)
     to_full = None
     if _quiet_for(s, growing) < IDLE_AFTER_S:
-        growth, spread = _wstats(s.growth, w)
+        growth, spread = _wstats(s.growth, w, s.short_total)
         if growth is not None:
             to_full = _time_to(budget - levels.user_bytes, growth, spread)
     return Predictions(to_dirty_high, to_full)
