@@ -305,7 +305,7 @@ class _Series:
         # the row's own sum() gives: the same pairwise summation).
         w = _weights(gains, self.t - newest, _HORIZONS)
         self.short_w, self.long_w = w
-        self.short_total, self.long_total = w.sum(axis=1).tolist()
+        self.short_total, self.long_total = np.add.reduce(w, axis=1).tolist()
         self.recent = slice(int(self.t.searchsorted(newest - RECENT_WINDOW_S)), None)
 
     def __len__(self) -> int:
@@ -521,7 +521,7 @@ def _wstats(x: np.ndarray, w: np.ndarray, total: Optional[float] = None,
         num = float(w.dot(x))
         total = None
     if total is None:
-        total = float(w.sum())
+        total = float(np.add.reduce(w))     # w.sum() without its Python wrapper
     if total <= 0.0:
         return None, 0.0
     mean = num / total
@@ -768,17 +768,17 @@ def _absorbed(served: np.ndarray, proxied: np.ndarray, dt: np.ndarray) -> Option
     return sv / (sv + px) if sv + px > 0 else None
 
 
-def _hits(s: _Series) -> HitModel:
+def _hits(s: _Series, active: np.ndarray) -> HitModel:
+    """active: _active(s)."""
     if not len(s):
         return HitModel(None, None, None, None, 0, 'no samples with rates yet')
     total = s.total_ops
-    known = ~np.isnan(s.proxied_ops)
-    active = total > HIT_MIN_OPS_SEC    # False where unknown (NaN)
+    known = s.proxied_ops == s.proxied_ops      # not NaN (one call, not two)
     window = s.window(known)
     hit_ratio = None
     if _any(active[window]):
         hit_ratio = _absorbed(s.served_ops[window], s.px_ops[window], s.dt[window])
-    has_fill = ~np.isnan(s.fill)
+    has_fill = s.fill == s.fill
     used = active & has_fill
     points = int(_nnz(used))
     too_thin: Optional[str] = None
@@ -790,12 +790,12 @@ def _hits(s: _Series) -> HitModel:
         too_thin = f'{_count(points, "point")}, need {HIT_MIN_POINTS}'
     else:
         fill = s.fill[used]
-        span = float(fill.max() - fill.min())
+        # fill.max() - fill.min(), without their Python wrappers.
+        span = float(np.maximum.reduce(fill) - np.minimum.reduce(fill))
         if span < HIT_MIN_FILL_SPAN:
             too_thin = f'fill varied only {span:.3f}, need {HIT_MIN_FILL_SPAN}'
     if too_thin is not None:
         return HitModel(hit_ratio, None, None, None, points, too_thin)
-    fill = s.fill[used]
     share = s.served_ops[used] / total[used]
     slope, intercept = _line(fill, share)
     r2 = _r2(share, intercept + slope * fill)
@@ -826,8 +826,15 @@ def _gate(throttle_ops: float, limiter: str, detail: str,
     return PromoteGate(write, read, promote, throttle_ops, limiter, detail, recommend or {})
 
 
+def _active(s: _Series) -> np.ndarray:
+    """The intervals with client IO (False where unknown: NaN), for _hits
+    and _promote both."""
+    return s.total_ops > HIT_MIN_OPS_SEC
+
+
 def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
-             levels: Optional[AgentLevels]) -> PromoteGate:
+             levels: Optional[AgentLevels], active_all: np.ndarray) -> PromoteGate:
+    """active_all: _active(s)."""
     throttle_ops = limits.max_objects_sec_per_osd * limits.osds
     throttle_bytes = limits.max_bytes_sec_per_osd * limits.osds
     gate = partial(_gate, throttle_ops)
@@ -835,16 +842,16 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
     if not len(s):
         return gate('unknown', 'no samples with rates yet')
     promote_now = _wmean(s.promote, s.short_w, s.short_total) or 0.0
-    window = s.window(~np.isnan(s.px_write_bytes))
+    window = s.window(s.px_write_bytes == s.px_write_bytes)    # not NaN
     dt = s.dt[window]
     if not dt.size:
         return gate('unknown', 'no base pool counters: proxied IO is unknown',
                     promote=promote_now)
     write = _absorbed(s.write_bytes[window], s.px_write_bytes[window], dt)
     read = _absorbed(s.read_bytes[window], s.px_read_bytes[window], dt)
-    active = s.total_ops[window] > HIT_MIN_OPS_SEC   # within the window
+    active = active_all[window]
     n_active = int(_nnz(active))
-    span = f'the last {float(s.t[-1] - s.start[window].min()):.0f} s'
+    span = f'the last {float(s.t[-1] - np.minimum.reduce(s.start[window])):.0f} s'
     if n_active < GATE_MIN_ACTIVE:
         return gate('unknown', f'{_count(n_active, "interval")} with client IO in {span}, '
                     f'need {GATE_MIN_ACTIVE}', write=write, read=read, promote=promote_now)
@@ -859,7 +866,7 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
                     write=write, read=read, promote=promote_now)
 
     busy = dt[active]
-    busy_s = float(busy.sum())
+    busy_s = float(np.add.reduce(busy))
     promote_busy = float(s.promote[window][active].dot(busy)) / busy_s
     proxied_busy = max(float(s.px_ops[window].dot(dt)), 0.0) / busy_s
     avg_obj = (levels.user_bytes / levels.user_objects
@@ -994,9 +1001,10 @@ def fit(history: Sequence[HistoryEntry], tier: CacheTier,
     inflow = _inflow(s)
     flush = _flush(s, notes)
     why_not = _why_not(tier, len(s), window_s)
+    active = _active(s)
     return PoolModel(
         fitted=why_not is None, why_not=why_not, samples=len(s), window_s=window_s,
-        inflow=inflow, flush=flush, evict=_evict(s, tier, levels), hits=_hits(s),
-        promote=_promote(s, tier, limits, levels),
+        inflow=inflow, flush=flush, evict=_evict(s, tier, levels), hits=_hits(s, active),
+        promote=_promote(s, tier, limits, levels, active),
         predictions=_predictions(s, history, tier, levels, inflow, flush),
         notes=tuple(notes))

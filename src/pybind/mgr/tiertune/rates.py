@@ -54,22 +54,9 @@ def proxied_totals(s: PoolSample) -> Optional[ProxiedTotals]:
 
 def _base_reset(prev: PoolSample, cur: PoolSample) -> bool:
     assert prev.base is not None and cur.base is not None
-    return any(getattr(cur.base, f) < getattr(prev.base, f)
-               for f in ('num_read', 'num_read_kb', 'num_write', 'num_write_kb'))
-
-
-# Rates' per-second figures: (field, cumulative counter, scale to bytes or ops).
-_PER_SEC = (
-    ('flush_bytes_sec', 'num_flush_kb', 1024),
-    ('flush_ops_sec', 'num_flush', 1.0),
-    ('evict_bytes_sec', 'num_evict_kb', 1024),
-    ('evict_ops_sec', 'num_evict', 1.0),
-    ('promote_ops_sec', 'num_promote', 1.0),
-    ('read_bytes_sec', 'num_read_kb', 1024),
-    ('read_ops_sec', 'num_read', 1.0),
-    ('write_bytes_sec', 'num_write_kb', 1024),
-    ('write_ops_sec', 'num_write', 1.0),
-)
+    p, c = prev.base, cur.base
+    return (c.num_read < p.num_read or c.num_read_kb < p.num_read_kb
+            or c.num_write < p.num_write or c.num_write_kb < p.num_write_kb)
 
 
 def derive_rates(prev: PoolSample, cur: PoolSample,
@@ -81,23 +68,30 @@ def derive_rates(prev: PoolSample, cur: PoolSample,
     if dt < MIN_RATE_INTERVAL_S:
         return None
     p, c = prev.counters, cur.counters
-    values: Dict[str, float] = {}
-    for name, counter, scale in _PER_SEC:
-        delta = getattr(c, counter) - getattr(p, counter)
-        if delta < 0:
-            return None
-        values[name] = delta * scale / dt
-    return Rates(interval_s=dt, dirty_bytes_growth_sec=(cur_dirty_bytes - prev_dirty_bytes) / dt,
-                 **values, **_proxied_rates(prev, cur, dt))
+    # Counter by counter, not a loop over names with getattr and a dict of
+    # keyword arguments: every cache pool, every tick.
+    deltas = (c.num_flush_kb - p.num_flush_kb, c.num_flush - p.num_flush,
+              c.num_evict_kb - p.num_evict_kb, c.num_evict - p.num_evict,
+              c.num_promote - p.num_promote,
+              c.num_read_kb - p.num_read_kb, c.num_read - p.num_read,
+              c.num_write_kb - p.num_write_kb, c.num_write - p.num_write)
+    if min(deltas) < 0:
+        return None
+    flush_kb, flush, evict_kb, evict, promote, read_kb, read, write_kb, write = deltas
+    return Rates(dt, flush_kb * 1024 / dt, flush * 1.0 / dt, evict_kb * 1024 / dt,
+                 evict * 1.0 / dt, promote * 1.0 / dt, read_kb * 1024 / dt, read * 1.0 / dt,
+                 write_kb * 1024 / dt, write * 1.0 / dt,
+                 (cur_dirty_bytes - prev_dirty_bytes) / dt, *_proxied_rates(prev, cur, dt))
 
 
-def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Dict[str, float]:
+def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Tuple[float, ...]:
+    """Rates' proxied_* figures in field order, or () when unknown."""
     p, c = proxied_totals(prev), proxied_totals(cur)
     if p is None or c is None or _base_reset(prev, cur):
-        return {}
+        return ()
     d = [(b - a) / dt for a, b in zip(p, c, strict=True)]
-    return {'proxied_read_bytes_sec': d[0] * 1024, 'proxied_read_ops_sec': d[1],
-            'proxied_write_bytes_sec': d[2] * 1024, 'proxied_write_ops_sec': d[3]}
+    # proxied_read_bytes_sec, _read_ops_sec, _write_bytes_sec, _write_ops_sec
+    return (d[0] * 1024, d[1], d[2] * 1024, d[3])
 
 
 @dataclass(frozen=True)
