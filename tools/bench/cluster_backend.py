@@ -91,7 +91,11 @@ def cluster_spec(sc: scn.Scenario, ratios: Tuple[float, float, float], time_scal
         memstore_bytes=int(memstore), slow_disk_bytes=slow_disk,
         target_max_bytes=sc.target_max_bytes, cache_pg_num=sc.pg_num,
         dirty_ratio=ratios[0], dirty_high_ratio=ratios[1], full_ratio=ratios[2],
-        hit_set_period=max(MIN_HIT_SET_PERIOD_S, round(tier.hit_set_period_s * time_scale)),
+        # No hit sets (count 0) is a period of 0 too, as the scenario means
+        # it: Ceph then promotes every miss at once and writes land dirty.
+        hit_set_count=int(tier.hit_set_count),
+        hit_set_period=(0 if tier.hit_set_count == 0 else
+                        max(MIN_HIT_SET_PERIOD_S, round(tier.hit_set_period_s * time_scale))),
         min_read_recency_for_promote=int(tier.min_read_recency),
         min_write_recency_for_promote=int(tier.min_write_recency),
         promote_max_bytes_sec=int(tier.promote_max_mib_s_per_osd * MiB),

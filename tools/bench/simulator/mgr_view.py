@@ -20,7 +20,10 @@ def osd_map(sim: TierSim) -> Dict[str, Any]:
         'cache_target_dirty_high_ratio_micro': int(round(r.dirty_high * MICRO)),
         'cache_target_full_ratio_micro': int(round(r.full * MICRO)),
         'hit_set_params': {'type': 'bloom', 'false_positive_probability': 0.05},
-        'hit_set_period': int(t.hit_set_period_s), 'hit_set_count': sim.hit_set_count,
+        # No hit sets is count 0 and period 0, as the cluster backend sets
+        # the pool up for the same scenario.
+        'hit_set_period': int(t.hit_set_period_s) if sim.hit_set_count > 0 else 0,
+        'hit_set_count': sim.hit_set_count,
         'hit_set_search_last_n': 0, 'hit_set_grade_decay_rate': 0,
         'min_read_recency_for_promote': int(t.min_read_recency),
         'min_write_recency_for_promote': int(t.min_write_recency),

@@ -149,6 +149,29 @@ def test_fill_never_runs_far_past_the_target_under_a_write_flood():
     assert peak < 1.1
 
 
+def test_evictions_are_paced_by_flush_completions_while_the_agent_flushes():
+    # Over full with half the cache dirty: the agent flushes LOW and evicts;
+    # its thread waits for a flush slot, so evictions follow completions.
+    big = {'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20}
+    sim = new_sim(short(cache=big))        # 256 objects per PG
+    make_dirty(sim, 0.5)
+    sim.C[:] = sim.D * (0.45 / 0.5)         # plus 0.45 clean: 0.95 full
+    totals = sim.totals.cache
+    for _ in range(3):
+        before = dict(totals)
+        sim.step(1.0, IDLE)
+        flushed = totals['num_flush'] - before['num_flush']
+        evicted = totals['num_evict'] - before['num_evict']
+        assert flushed > 0
+        assert 0 < evicted <= 2 * flushed + 1e-9
+    # Nothing to flush: evictions run at the agent's own pace.
+    sim = new_sim(short(cache=big))
+    make_dirty(sim, 0.95)
+    sim.C[:], sim.D[:] = sim.D, 0.0
+    sim.step(1.0, IDLE)
+    assert sim.totals.cache['num_flush'] == 0 and sim.totals.cache['num_evict'] > 0
+
+
 def test_pool_set_rounds_like_the_mon_and_drops_the_hit_sets():
     sim = new_sim(short())
     sim.acc[:] = 3.0
