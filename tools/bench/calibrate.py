@@ -7,9 +7,9 @@ prints both side by side with the difference (sim - cluster), and writes
 the tables to DIR/calibration.md.  Besides the run's metrics it compares
 what the tier did, read from both records' per-second series:
 
-  dirty at burst start  mean over the bursts of the dirty fraction (of
-                        target_max_bytes) in the last sample before each
-                        write phase starts: what a burst meets;
+  dirty at burst start  mean over the bursts after the first of the dirty
+                        fraction (of target_max_bytes) in the last sample
+                        before each write phase starts: what a burst meets;
   peak fill             the highest fill fraction of the run;
   idle drain MiB/s      per idle phase, the fall of dirty from the phase's
                         start to its lowest point, over the seconds it took;
@@ -74,7 +74,10 @@ def tier_figures(rec: RunRecord, sc: scn.Scenario) -> Dict[str, Optional[float]]
     dirty: List[Optional[float]] = list(rec.series['dirty'])
     fill = [f for f in rec.series['fill'] if f is not None]
     phases = _phase_starts(sc)
-    at_burst = [_at(t, dirty, start) for start, _, op in phases if op in ('write', 'mixed')]
+    # Not the first: the run starts empty on both, but the simulator's
+    # first sample is after its first step, the cluster's before any IO.
+    at_burst = [_at(t, dirty, start) for start, _, op in phases
+                if op in ('write', 'mixed') and start > 0]
     at_burst_known = [d for d in at_burst if d is not None]
     drains: List[float] = []
     for start, end, op in phases:

@@ -57,14 +57,13 @@ STORE_OVERHEAD_BYTES_PER_OBJECT = 300   # BlueStore's estimate in the agent
 EVICT_OBJECTS_PER_S_PER_OSD = 400.0
 # ... but while the OSD has flushes in flight the agent thread sleeps until
 # one completes (OSDService::agent_entry waits while the flush quota, max
-# ops minus ops in flight, is used up), and each wake starts at most max
-# ops minus those in flight, evictions included.  In LOW (2 in flight) a
-# completion lets it start 3: the flush that refills the slot and about 2
-# evictions; in HIGH (4 in flight) 1.  Measured on the local cluster
-# during a burst: evictions ~53 MiB/s against flushes ~22 MiB/s
-# (doc/mgr/tiertune.rst, calibration).
-EVICTS_PER_FLUSH_LOW = 2.0
-EVICTS_PER_FLUSH_HIGH = 1.0
+# ops minus ops in flight, is used up); woken, it walks the PG's objects,
+# evicting the clean ones it passes, until it starts the next flush.  How
+# many it passes per flush is measured, not derived: on the local cluster,
+# during a burst under Ceph's defaults (PGs in LOW, then HIGH), evictions
+# ran at ~53 MiB/s against flushes at ~22 MiB/s (doc/mgr/tiertune.rst,
+# calibration).
+EVICTS_PER_FLUSH_COMPLETION = 2.0
 # Utilization above this is treated as this: the fluid model has no queue
 # of its own, and 1/(1-u) must stay finite.
 UTILIZATION_CAP = 0.95
@@ -213,22 +212,25 @@ class TierSim:
         bw_base = sim.base_bandwidth_mib_s * MiB
         bw_cache = sim.cache_bandwidth_mib_s * MiB
         lat_base = sim.base_latency_ms / 1000.0
-        stretch_b = 1.0 / (1.0 - min(self.util_base, UTILIZATION_CAP))
         S = self.S
         full_pg = self.evict_mode == EVICT_FULL
 
         # --- flush capacity (agent ops) ---------------------------------------
-        flush_time = lat_base + FLUSH_EXTRA_LATENCY_S + S / bw_base * stretch_b
+        # Unstretched: the flushes' own load on the base is what the
+        # bandwidth share below caps; stretching by the last step's
+        # utilization (mostly theirs) made the flush rate swing between
+        # steps and drain at ~70% of the base's bandwidth.
+        flush_time = lat_base + FLUSH_EXTRA_LATENCY_S + S / bw_base
         # The quota is per OSD and the rows' PGs spread over all OSDs: with
         # any PG HIGH every OSD has one, and the flushing PGs share the
         # OSDs' in-flight ops evenly.
         flush_pg = np.zeros(self.G)
         flushing = (self.flush_mode > 0) & (self.D.sum(axis=1) > 0.5)
-        evicts_per_flush: Optional[float] = None    # no flushes: evictions unpaced
+        paced = False      # evictions follow flush completions (see above)
         if flushing.any():
-            high = bool((self.flush_mode[flushing] == FLUSH_HIGH).any())
-            quota = OSD_AGENT_MAX_OPS if high else OSD_AGENT_MAX_LOW_OPS
-            evicts_per_flush = EVICTS_PER_FLUSH_HIGH if high else EVICTS_PER_FLUSH_LOW
+            paced = True
+            quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
+                else OSD_AGENT_MAX_LOW_OPS
             flush_pg[flushing] = (self.osds * quota / flush_time * dt
                                   / float(self.m[flushing].sum()))
         flush_pg = np.minimum(flush_pg, self.D.sum(axis=1))
@@ -253,11 +255,11 @@ class TierSim:
         Cp = self.C.sum(axis=1)
         evict_pg = np.minimum(self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt
                               * self.osds / self.P, Cp)
-        if evicts_per_flush is not None:
-            paced = evicts_per_flush * nflush
+        if paced:
+            allowed = EVICTS_PER_FLUSH_COMPLETION * nflush
             wanted = float((self.m * evict_pg).sum())
-            if wanted > paced:
-                evict_pg = evict_pg * (paced / wanted)
+            if wanted > allowed:
+                evict_pg = evict_pg * (allowed / wanted)
         with np.errstate(invalid='ignore', divide='ignore'):
             efrac = np.where(Cp > 0, evict_pg / Cp, 0.0)
         evicted = self.C * efrac[:, None]
@@ -394,7 +396,10 @@ class TierSim:
         want_base = n * k * per_op_base + flush_bytes
         if want_base > bw_base * dt:
             base_share = bw_base * dt / want_base
-            k *= base_share
+            # Only ops that move base bytes wait for the base: whole-object
+            # writes promoted without hit sets copy nothing from it.
+            if per_op_base > 0:
+                k *= base_share
         n *= k
         # the promote throttle, per OSD (PGs spread evenly over OSDs); the
         # synchronous promotion without hit sets does not go through it

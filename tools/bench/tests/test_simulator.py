@@ -150,8 +150,8 @@ def test_fill_never_runs_far_past_the_target_under_a_write_flood():
 
 
 def test_evictions_are_paced_by_flush_completions_while_the_agent_flushes():
-    # Over full with half the cache dirty: the agent flushes LOW and evicts;
-    # its thread waits for a flush slot, so evictions follow completions.
+    # Over full with half the cache dirty: the agent flushes and evicts; its
+    # thread waits for a flush slot, so evictions follow completions.
     big = {'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20}
     sim = new_sim(short(cache=big))        # 256 objects per PG
     make_dirty(sim, 0.5)
