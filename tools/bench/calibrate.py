@@ -56,11 +56,12 @@ def _phase_starts(sc: scn.Scenario) -> List[Tuple[float, float, str]]:
     return out
 
 
-def _at(t: Sequence[float], x: Sequence[Optional[float]], when: float) -> Optional[float]:
-    """The last value sampled at or before `when` (the first if none)."""
+def _before(t: Sequence[float], x: Sequence[Optional[float]], when: float) -> Optional[float]:
+    """The last value sampled before `when` (the first if none): the
+    simulator's sample at `when` is the state after that second's IO."""
     best: Optional[float] = None
     for ti, xi in zip(t, x, strict=True):
-        if ti > when:
+        if ti >= when:
             break
         if xi is not None:
             best = xi
@@ -76,7 +77,7 @@ def tier_figures(rec: RunRecord, sc: scn.Scenario) -> Dict[str, Optional[float]]
     phases = _phase_starts(sc)
     # Not the first: the run starts empty on both, but the simulator's
     # first sample is after its first step, the cluster's before any IO.
-    at_burst = [_at(t, dirty, start) for start, _, op in phases
+    at_burst = [_before(t, dirty, start) for start, _, op in phases
                 if op in ('write', 'mixed') and start > 0]
     at_burst_known = [d for d in at_burst if d is not None]
     drains: List[float] = []
