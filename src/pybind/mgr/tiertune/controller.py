@@ -7,7 +7,9 @@ The law, per cache pool (all ratios are fractions of the pool's target, as
 the OSD agent computes them; T = the target in bytes):
 
   dirty       writes idle -> dirty_ratio_min (the idle base drains dirty data
-              ahead of the next burst); a burst that fits (dirty + burst/T <=
+              ahead of the next burst), unless clients keep the base busy
+              (proxied IO and promotions above the idle threshold: keep,
+              draining would compete with them); a burst that fits (dirty + burst/T <=
               dirty_high - 0.05) -> dirty_ratio_max (do not flush against
               it); a burst that does not fit -> dirty_ratio_min (flush early);
               steady, or a burst while the cache is about to fill -> keep.
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .bounds import OSD_AGENT_SLOP, Bounds, Knobs
-from .models import Band, PoolModel
+from .models import Band, PoolModel, idle_threshold_bps
 from .topology import MICRO, Ratios
 
 # --- Constants of the law -------------------------------------------------
@@ -519,7 +521,20 @@ def _law(inp: ControllerInput) -> _Law:
     # HIGH, so the dirty ratio can go up and keep LOW flushing off meanwhile.
     state = m.inflow.state
     want_d = cd
-    if state == 'idle':
+    # The drain is for an idle base.  Clients whose IO the cache proxies
+    # (or promotes from the base) dirty nothing, so the inflow reads idle,
+    # but flushing more would take base bandwidth from them: hold instead.
+    base_client = max(_finite(m.inflow.base_client_bps) or 0.0, 0.0)
+    base_busy = base_client > idle_threshold_bps(max(_finite(m.inflow.long_bps) or 0.0, 0.0))
+    nums.update(base_client_bps=base_client, base_busy=base_busy)
+    if state == 'idle' and base_busy:
+        whys['dirty'] = _RatioWhy(
+            why=f'client writes into the cache idle for '
+                f'{_finite(m.inflow.idle_for_s) or 0.0:.0f} s, but clients move '
+                f'{_size(base_client)}/s through the base (proxied IO and promotions)',
+            say_if_kept=True,
+            purpose='(draining now would take base bandwidth from them)')
+    elif state == 'idle':
         want_d = dmin
         whys['dirty'] = _RatioWhy(
             why=f'client writes idle for {_finite(m.inflow.idle_for_s) or 0.0:.0f} s',

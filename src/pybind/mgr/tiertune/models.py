@@ -132,6 +132,10 @@ class InflowModel:
     burst_bytes: Optional[float]    # typical (median) burst size in history
     burst_seconds: Optional[float]  # typical burst length
     bursts_seen: int
+    # Bytes/s clients move through the base meanwhile (short horizon): IO
+    # proxied to it, and the objects promoted from it.  Writes that do not
+    # land in the cache leave the inflow idle but the base busy.
+    base_client_bps: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -616,7 +620,18 @@ def idle_threshold_bps(long_bps: float) -> float:
     return max(IDLE_FLOOR_BPS, IDLE_FRACTION_OF_LONG * long_bps)
 
 
-def _inflow(s: _Series) -> InflowModel:
+def _base_client_bps(s: _Series, levels: Optional[AgentLevels]) -> float:
+    """Short-horizon bytes/s of client IO the base serves: proxied reads
+    and writes (unknown without base counters: 0), plus promotions at the
+    cache's average object size."""
+    proxied = _wmean(s.px_read_bytes + s.px_write_bytes, s.short_w, s.short_total)
+    promoted = _wmean(s.promote, s.short_w, s.short_total) or 0.0
+    avg_obj = (levels.user_bytes / levels.user_objects
+               if levels is not None and levels.user_objects else 0.0)
+    return max(proxied or 0.0, 0.0) + promoted * avg_obj
+
+
+def _inflow(s: _Series, levels: Optional[AgentLevels] = None) -> InflowModel:
     if not len(s):
         return InflowModel(0.0, 0.0, 'idle', 0.0, None, None, 0)
     short = _wmean(s.inflow, s.short_w, s.short_total) or 0.0
@@ -649,7 +664,7 @@ def _inflow(s: _Series) -> InflowModel:
         idle_for_s=quiet_for if idle else 0.0,
         burst_bytes=_median(runs.bytes[done]) if n_done else None,
         burst_seconds=_median(runs.seconds[done]) if n_done else None,
-        bursts_seen=n_done)
+        bursts_seen=n_done, base_client_bps=_base_client_bps(s, levels))
 
 
 # --- flush ------------------------------------------------------------------
@@ -998,7 +1013,7 @@ def fit(history: Sequence[HistoryEntry], tier: CacheTier,
         levels = agent_levels(tier, history[-1].sample.counters) if history else None
     window_s = float(history[-1].sample.mono - history[0].sample.mono) if history else 0.0
     notes: List[str] = []
-    inflow = _inflow(s)
+    inflow = _inflow(s, levels)
     flush = _flush(s, notes)
     why_not = _why_not(tier, len(s), window_s)
     active = _active(s)

@@ -46,7 +46,7 @@ def _band(v):
 def make_model(*, fitted=True, why_not=None, state='steady', short=0.0, long=None,
                idle_for=0.0, burst_bytes=None, burst_seconds=None, bursts_seen=None,
                evict_bps=0.0, clean=30 * GiB, headroom=50 * GiB, slope=None,
-               too_thin='too few points', ttf=None, ttdh=None, r2=0.8):
+               too_thin='too few points', ttf=None, ttdh=None, r2=0.8, base_client=0.0):
     if slope is not None and too_thin == 'too few points':
         too_thin = None
     return PoolModel(
@@ -55,7 +55,7 @@ def make_model(*, fitted=True, why_not=None, state='steady', short=0.0, long=Non
                            state=state, idle_for_s=idle_for, burst_bytes=burst_bytes,
                            burst_seconds=burst_seconds,
                            bursts_seen=(1 if burst_bytes else 0) if bursts_seen is None
-                           else bursts_seen),
+                           else bursts_seen, base_client_bps=base_client),
         flush=FlushModel(per_pg_low_bps=None, per_pg_high_bps=None, r2=None, points=0),
         evict=EvictModel(evict_bps=evict_bps, clean_bytes=clean, headroom_bytes=headroom),
         hits=HitModel(hit_ratio=0.5, intercept=0.2 if slope is not None else None,
@@ -161,7 +161,8 @@ def model_st(draw):
                            idle_for_s=draw(st.floats(0.0, 1e5)),
                            burst_bytes=draw(opt(st.one_of(big, any_float))),
                            burst_seconds=draw(opt(st.floats(0.0, 1e4))),
-                           bursts_seen=draw(st.integers(0, 5))),
+                           bursts_seen=draw(st.integers(0, 5)),
+                           base_client_bps=draw(st.one_of(big, any_float))),
         flush=FlushModel(None, None, None, 0),
         evict=EvictModel(evict_bps=draw(st.one_of(big, any_float)),
                          clean_bytes=draw(st.integers(0, 10 ** 13)),
@@ -365,6 +366,22 @@ def test_idle_after_burst_lowers_dirty_toward_min():
     assert dec.reasons[0].startswith(
         'client writes idle for 340 s: lowering dirty ratio 0.50 -> 0.40 toward min 0.10')
     assert dec.numbers['inflow_state'] == 'idle'
+
+
+def test_idle_writes_with_a_busy_base_hold_dirty():
+    # Nothing lands dirty, but clients move 30 MB/s through the base
+    # (proxied writes, promotions): draining would compete with them.
+    dec = decide(make_input(make_model(state='idle', idle_for=340.0, base_client=30e6),
+                            ratios=Ratios(0.5, 0.6, 0.8)))
+    assert dec.action == 'none'
+    assert dec.next == dec.current == Ratios(0.5, 0.6, 0.8)
+    assert any('through the base' in r and 'dirty ratio stays at 0.50' in r
+               for r in dec.reasons), dec.reasons
+    assert dec.numbers['base_busy'] is True
+    # A trickle through the base (under the idle threshold) is idle.
+    dec = decide(make_input(make_model(state='idle', idle_for=340.0, base_client=100e3),
+                            ratios=Ratios(0.5, 0.6, 0.8)))
+    assert dec.next.dirty == pytest.approx(0.4)
 
 
 def test_idle_at_min_is_none():

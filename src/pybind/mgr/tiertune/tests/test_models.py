@@ -418,3 +418,16 @@ def test_synthetic_noisy_inflow_widens_the_band():
     assert full.low < full.value < full.high
     d = json.loads(json.dumps(m.as_dict(), allow_nan=False))
     assert d['predictions']['time_to_full_s']['value'] > 0
+
+
+def test_synthetic_proxied_writes_leave_inflow_idle_but_the_base_busy():
+    # 100 writes/s of 64 KiB proxied to the base and 48 objects/s promoted
+    # from it; nothing the cache serves turns dirty.
+    obj = 64 * 1024
+    m = gated_sim(make_tier(), promote_per_s=48, obj=obj).fit()
+    assert m.inflow.state == 'idle'
+    proxied, promoted = 100 * obj, 48 * obj
+    assert m.inflow.base_client_bps == pytest.approx(proxied + promoted, rel=0.05)
+    # No client IO through the base: nothing.
+    quiet = gated_sim(make_tier(), promote_per_s=0, proxied_per_s=0, obj=obj).fit()
+    assert quiet.inflow.base_client_bps == pytest.approx(0.0, abs=1.0)
