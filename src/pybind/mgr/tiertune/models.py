@@ -620,18 +620,26 @@ def idle_threshold_bps(long_bps: float) -> float:
     return max(IDLE_FLOOR_BPS, IDLE_FRACTION_OF_LONG * long_bps)
 
 
-def _base_client_bps(s: _Series, levels: Optional[AgentLevels]) -> float:
+def _base_client_bps(s: _Series, tier: Optional[CacheTier],
+                     levels: Optional[AgentLevels]) -> float:
     """Short-horizon bytes/s of client IO the base serves: proxied reads
-    and writes (unknown without base counters: 0), plus promotions at the
-    cache's average object size."""
+    and writes (unknown without base counters: 0), plus, with hit sets,
+    promotions at the cache's average object size.  Without hit sets a miss
+    promotes before it is served, and a whole-object write of a new object
+    (a burst) promotes nothing from the base; the counters cannot tell
+    those from real copies (copy-get reads add no read kb), so they are
+    left out rather than read as a busy base."""
     proxied = _wmean(s.px_read_bytes + s.px_write_bytes, s.short_w, s.short_total)
-    promoted = _wmean(s.promote, s.short_w, s.short_total) or 0.0
-    avg_obj = (levels.user_bytes / levels.user_objects
-               if levels is not None and levels.user_objects else 0.0)
-    return max(proxied or 0.0, 0.0) + promoted * avg_obj
+    promoted = 0.0
+    if tier is not None and tier.hit_set.active and levels is not None \
+            and levels.user_objects:
+        promoted = ((_wmean(s.promote, s.short_w, s.short_total) or 0.0)
+                    * levels.user_bytes / levels.user_objects)
+    return max(proxied or 0.0, 0.0) + promoted
 
 
-def _inflow(s: _Series, levels: Optional[AgentLevels] = None) -> InflowModel:
+def _inflow(s: _Series, tier: Optional[CacheTier] = None,
+            levels: Optional[AgentLevels] = None) -> InflowModel:
     if not len(s):
         return InflowModel(0.0, 0.0, 'idle', 0.0, None, None, 0)
     short = _wmean(s.inflow, s.short_w, s.short_total) or 0.0
@@ -664,7 +672,7 @@ def _inflow(s: _Series, levels: Optional[AgentLevels] = None) -> InflowModel:
         idle_for_s=quiet_for if idle else 0.0,
         burst_bytes=_median(runs.bytes[done]) if n_done else None,
         burst_seconds=_median(runs.seconds[done]) if n_done else None,
-        bursts_seen=n_done, base_client_bps=_base_client_bps(s, levels))
+        bursts_seen=n_done, base_client_bps=_base_client_bps(s, tier, levels))
 
 
 # --- flush ------------------------------------------------------------------
@@ -1013,7 +1021,7 @@ def fit(history: Sequence[HistoryEntry], tier: CacheTier,
         levels = agent_levels(tier, history[-1].sample.counters) if history else None
     window_s = float(history[-1].sample.mono - history[0].sample.mono) if history else 0.0
     notes: List[str] = []
-    inflow = _inflow(s, levels)
+    inflow = _inflow(s, tier, levels)
     flush = _flush(s, notes)
     why_not = _why_not(tier, len(s), window_s)
     active = _active(s)

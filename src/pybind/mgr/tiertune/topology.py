@@ -26,6 +26,12 @@ class HitSetSettings:
     search_last_n: int
     grade_decay_rate: int
 
+    @property
+    def active(self) -> bool:
+        """Whether the PGs keep hit sets at all (PrimaryLogPG::hit_set_setup:
+        a type, a count and a period)."""
+        return self.type not in ('', 'none') and self.count > 0 and self.period_s > 0
+
     def as_dict(self) -> Dict[str, Any]:
         return {'type': self.type, 'period_s': self.period_s, 'count': self.count,
                 'fpp': self.fpp, 'search_last_n': self.search_last_n,

@@ -431,3 +431,14 @@ def test_synthetic_proxied_writes_leave_inflow_idle_but_the_base_busy():
     # No client IO through the base: nothing.
     quiet = gated_sim(make_tier(), promote_per_s=0, proxied_per_s=0, obj=obj).fit()
     assert quiet.inflow.base_client_bps == pytest.approx(0.0, abs=1.0)
+
+
+def test_synthetic_promotions_without_hit_sets_are_not_base_load():
+    # Without hit sets a miss promotes first; for new objects that copies
+    # nothing from the base, and the counters cannot tell: not counted.
+    obj = 64 * 1024
+    no_hit_sets = make_tier(hit_set=HitSetSettings('bloom', 0, 0, 0.05, 0, 0))
+    m = gated_sim(no_hit_sets, promote_per_s=48, proxied_per_s=0, obj=obj).fit()
+    assert m.inflow.base_client_bps == pytest.approx(0.0, abs=1.0)
+    with_hit_sets = gated_sim(make_tier(), promote_per_s=48, proxied_per_s=0, obj=obj).fit()
+    assert with_hit_sets.inflow.base_client_bps == pytest.approx(48 * obj, rel=0.05)
