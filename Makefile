@@ -5,6 +5,7 @@
 #   make bench SCENARIO=<file> POLICY=<policy> BACKEND=sim|cluster OUT=<file.json>
 #   make bench-sim      every scenario under every policy on the simulator
 #   make bench-cluster  the real-cluster subset (Ceph defaults vs tiertune)
+#   make bench-calibrate  the simulator on the cluster runs' scenario, side by side
 
 SHELL := /bin/bash
 # The Ceph Python bindings are Debian packages for Debian's interpreter: use it,
@@ -27,7 +28,7 @@ BENCH_CLUSTER_DIR ?= bench-results/cluster
 TIME_SCALE ?= 1.0
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
-	bench bench-sim bench-cluster bench-sim-speed
+	bench bench-sim bench-cluster bench-calibrate bench-sim-speed
 
 check: deps-test lint unit standalone
 
@@ -78,6 +79,11 @@ bench-sim: deps-test
 bench-cluster: deps-test
 	$(PYTHON) tools/bench/run.py suite --backend cluster --out-dir $(BENCH_CLUSTER_DIR) \
 	    --time-scale $(TIME_SCALE)
+
+# The simulator against the real cluster: the cluster records in
+# BENCH_CLUSTER_DIR rerun on the simulator, both figures and the difference.
+bench-calibrate:
+	$(PYTHON) tools/bench/calibrate.py --dir $(BENCH_CLUSTER_DIR)
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:
