@@ -28,7 +28,8 @@ the OSD agent computes them; T = the target in bytes):
   dirty_high <= full, dirty's value first); step from current toward that
   by at most max_step per ratio, skipping moves under the deadband; at most
   one change per max(min_interval_s, hit_set_period), because every
-  `osd pool set` resets the PGs' in-memory hit sets.  When the bounds stop
+  `osd pool set` resets the PGs' in-memory hit sets (the tuner passes 0 for
+  a pool without hit sets: none to lose).  When the bounds stop
   the law by more than the deadband, bounds_block says which bound.
 
 Out-of-bounds or misordered current ratios (set by hand) are not a reason to

@@ -83,7 +83,10 @@ class Tuner:
             inp = controller.ControllerInput(
                 now_s=mono, ratios=tier.ratios,
                 fill=levels.fill if levels else None, dirty=levels.dirty if levels else None,
-                hit_set_period_s=tier.hit_set.period_s, model=model,
+                # The rate limit waits a hit-set period because a change
+                # resets the PGs' hit sets; a pool without any loses none.
+                hit_set_period_s=tier.hit_set.period_s if tier.hit_set.active else 0,
+                model=model,
                 bounds=ps.bounds, knobs=ps.knobs,
                 # A wall clock stepped back would put the change in the
                 # future; count it as now rather than hold until then.

@@ -200,3 +200,23 @@ def test_a_partly_applied_batch_counts_as_a_change(burst, monkeypatch):
     assert mgr.sets == [('cache', 'cache_target_full_ratio', '0.900000')]
     assert ps.last_applied == Ratios(0.4, 0.6, 0.9) and ps.last_change_wall is not None
     assert 'incomplete' in mgr.audits[0] and t.history(pid)[-1].result.startswith('failed')
+
+
+def test_rate_limit_waits_a_hit_set_period_only_with_hit_sets(burst, monkeypatch):
+    from tiertune import controller
+    seen = []
+    real = controller.decide
+
+    def decide(inp):
+        seen.append(inp.hit_set_period_s)
+        return real(inp)
+    monkeypatch.setattr(controller, 'decide', decide)
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    assert tiers[pid].hit_set.active and tiers[pid].hit_set.period_s > 0
+    Tuner().step(tiers, book, [], {}, 3.0, FakeMgr().effects(), mono, wall)
+    # Count 0 (or period 0, or no type): no hit sets to lose.
+    bare = {pid: dataclasses.replace(
+        tiers[pid], hit_set=dataclasses.replace(tiers[pid].hit_set, count=0))}
+    Tuner().step(bare, book, [], {}, 3.0, FakeMgr().effects(), mono, wall)
+    assert seen == [tiers[pid].hit_set.period_s, 0]
