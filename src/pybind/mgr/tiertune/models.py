@@ -132,9 +132,10 @@ class InflowModel:
     burst_bytes: Optional[float]    # typical (median) burst size in history
     burst_seconds: Optional[float]  # typical burst length
     bursts_seen: int
-    # Bytes/s clients moved through the base in the latest interval: IO
-    # proxied to it, and the objects promoted from it.  Writes that do not
-    # land in the cache leave the inflow idle but the base busy.
+    # Bytes/s clients move through the base, now and sustained (see
+    # _base_client_bps): IO proxied to it, and the objects promoted from
+    # it.  Writes that do not land in the cache leave the inflow idle but
+    # the base busy.
     base_client_bps: float = 0.0
 
 
@@ -622,23 +623,29 @@ def idle_threshold_bps(long_bps: float) -> float:
 
 def _base_client_bps(s: _Series, tier: Optional[CacheTier],
                      levels: Optional[AgentLevels]) -> float:
-    """Bytes/s of client IO the base served over the latest interval:
-    proxied reads and writes (unknown without base counters: 0), plus, with
-    hit sets, promotions at the cache's average object size.  The latest
-    interval, not an average: the question is whether clients use the base
-    now (a 60 s average remembers a proxied burst for minutes after it).
+    """Bytes/s of client IO the base serves, now and sustained: the smaller
+    of the latest interval's and the short-horizon average's.  Either alone
+    misleads.  The average remembers a proxied burst for minutes after it.
+    A single interval's proxied figure is the base's writes less the
+    agent's flushes, which PGs report at different moments, so while the
+    agent flushes it swings by the flush rate either way (the average
+    cancels that).
+    The figure is proxied reads and writes (unknown without base counters:
+    0), plus, with hit sets, promotions at the cache's average object size.
     Without hit sets a miss promotes before it is served, and a whole-object
     write of a new object (a burst) promotes nothing from the base; the
     counters cannot tell those from real copies (copy-get reads add no read
     kb), so they are left out rather than read as a busy base."""
-    proxied = float(s.px_read_bytes[-1]) + float(s.px_write_bytes[-1])
-    if math.isnan(proxied):
-        proxied = 0.0
-    promoted = 0.0
+    proxied = s.px_read_bytes + s.px_write_bytes
+    promoted = np.zeros_like(proxied)
     if tier is not None and tier.hit_set.active and levels is not None \
             and levels.user_objects:
-        promoted = float(s.promote[-1]) * levels.user_bytes / levels.user_objects
-    return max(proxied, 0.0) + max(promoted, 0.0)
+        promoted = s.promote * (levels.user_bytes / levels.user_objects)
+    latest = float(proxied[-1])
+    latest = (0.0 if math.isnan(latest) else latest) + float(promoted[-1])
+    average = (_wmean(proxied, s.short_w, s.short_total) or 0.0) + \
+        (_wmean(promoted, s.short_w, s.short_total) or 0.0)
+    return max(min(latest, average), 0.0)
 
 
 def _inflow(s: _Series, tier: Optional[CacheTier] = None,
