@@ -631,12 +631,17 @@ def _base_client_bps(s: _Series, tier: Optional[CacheTier],
     agent flushes it swings by the flush rate either way (the average
     cancels that).
     The figure is proxied reads and writes (unknown without base counters:
-    0), plus, with hit sets, promotions at the cache's average object size.
+    0; writes only in intervals without flushes, see below), plus, with hit
+    sets, promotions at the cache's average object size.
     Without hit sets a miss promotes before it is served, and a whole-object
     write of a new object (a burst) promotes nothing from the base; the
     counters cannot tell those from real copies (copy-get reads add no read
     kb), so they are left out rather than read as a busy base."""
-    proxied = s.px_read_bytes + s.px_write_bytes
+    # Proxied writes are the base's writes less the agent's flushes; in an
+    # interval with flushes that difference is mostly report skew between
+    # the two pools' PGs (seen: a spurious busy base while the agent
+    # drained an idle cache), so such intervals count reads only.
+    proxied = s.px_read_bytes + np.where(s.flush > 0.0, 0.0, s.px_write_bytes)
     promoted = np.zeros_like(proxied)
     if tier is not None and tier.hit_set.active and levels is not None \
             and levels.user_objects:

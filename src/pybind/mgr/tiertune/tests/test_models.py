@@ -442,3 +442,21 @@ def test_synthetic_promotions_without_hit_sets_are_not_base_load():
     assert m.inflow.base_client_bps == pytest.approx(0.0, abs=1.0)
     with_hit_sets = gated_sim(make_tier(), promote_per_s=48, proxied_per_s=0, obj=obj).fit()
     assert with_hit_sets.inflow.base_client_bps == pytest.approx(48 * obj, rel=0.05)
+
+
+def test_synthetic_flush_skew_between_pools_is_not_base_load():
+    # The agent drains an idle cache: 30 MB per interval flushed, but the
+    # base pool's PGs report their writes a step ahead of the cache's
+    # flush counters, so base writes less flushes swing +-30 MB.
+    obj = 4 * MiB
+    sim = Sim(make_tier(), num_objects=500, num_bytes=500 * obj, num_objects_dirty=400)
+    for i in range(10):
+        ahead = i % 2 == 1          # the newest interval is one of these
+        base_objects = 16 if ahead else 0
+        sim.step(num_flush=8, num_flush_kb=8 * obj // 1024, num_objects_dirty=-8,
+                 num_flush_mode_low=4,
+                 base={'num_write': base_objects,
+                       'num_write_kb': base_objects * obj // 1024})
+    m = sim.fit()
+    assert m.inflow.state == 'idle'
+    assert m.inflow.base_client_bps == pytest.approx(0.0, abs=1.0)
