@@ -22,7 +22,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -44,18 +44,6 @@ class Row:
     digits: int
 
 
-def _phase_starts(sc: scn.Scenario) -> List[Tuple[float, float, str]]:
-    """(start s, end s, op) of every phase of the run, repeats included,
-    on the scenario's own clock."""
-    out: List[Tuple[float, float, str]] = []
-    t = 0.0
-    for _ in range(sc.repeat):
-        for p in sc.phases:
-            out.append((t, t + p.duration_s, p.op))
-            t += p.duration_s
-    return out
-
-
 def _before(t: Sequence[float], x: Sequence[Optional[float]], when: float) -> Optional[float]:
     """The last value sampled before `when` (the first if none): the
     simulator's sample at `when` is the state after that second's IO."""
@@ -74,16 +62,17 @@ def tier_figures(rec: RunRecord, sc: scn.Scenario) -> Dict[str, Optional[float]]
     t = [float(v) for v in rec.series['t']]
     dirty: List[Optional[float]] = list(rec.series['dirty'])
     fill = [f for f in rec.series['fill'] if f is not None]
-    phases = _phase_starts(sc)
+    phases = sc.timeline()
     # Not the first: the run starts empty on both, but the simulator's
     # first sample is after its first step, the cluster's before any IO.
-    at_burst = [_before(t, dirty, start) for start, _, op in phases
-                if op in ('write', 'mixed') and start > 0]
+    at_burst = [_before(t, dirty, start) for start, ph in phases
+                if ph.op in ('write', 'mixed') and start > 0]
     at_burst_known = [d for d in at_burst if d is not None]
     drains: List[float] = []
-    for start, end, op in phases:
-        if op != 'idle':
+    for start, ph in phases:
+        if ph.op != 'idle':
             continue
+        end = start + ph.duration_s
         window = [(ti, d) for ti, d in zip(t, dirty, strict=True)
                   if start <= ti <= end and d is not None]
         if len(window) < 2:

@@ -9,10 +9,11 @@ the OSD agent computes them; T = the target in bytes):
   dirty       writes idle -> dirty_ratio_min (the idle base drains dirty data
               ahead of the next burst), unless clients keep the base busy
               (proxied IO and promotions above the idle threshold: keep,
-              draining would compete with them); a burst that fits (dirty + burst/T <=
-              dirty_high - 0.05) -> dirty_ratio_max (do not flush against
-              it); a burst that does not fit -> dirty_ratio_min (flush early);
-              steady, or a burst while the cache is about to fill -> keep.
+              draining would compete with them); a burst that fits
+              (dirty + burst/T <= dirty_high - 0.05) -> dirty_ratio_max (do
+              not flush against it); a burst that does not fit ->
+              dirty_ratio_min (flush early); steady, or a burst while the
+              cache is about to fill -> keep.
   dirty_high  keep; but when the cache is predicted full (writes block)
               within the horizon (low band) and clean + free space cannot
               take the reserve below, lower it to dirty - 0.04 so the PGs
@@ -21,8 +22,9 @@ the OSD agent computes them; T = the target in bytes):
   full        a write surge (the typical burst, or the inflow for 60 s)
               must fit above it: at most 1 - surge/T; within that, as high
               as allowed when hits grow with occupancy, mid-range when they
-              do not (a curve with r2 >= 0.3); with no curve unchanged (lowered if room needs it,
-              back up to mid-range once writes are idle).
+              do not (a curve with r2 >= 0.3); with no curve unchanged
+              (lowered if room needs it, back up to mid-range once writes
+              are idle).
 
   Then: clamp into the bounds, round to hundredths, order (dirty <=
   dirty_high <= full, dirty's value first); step from current toward that

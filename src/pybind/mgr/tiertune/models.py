@@ -621,40 +621,34 @@ def idle_threshold_bps(long_bps: float) -> float:
     return max(IDLE_FLOOR_BPS, IDLE_FRACTION_OF_LONG * long_bps)
 
 
-def _base_client_bps(s: _Series, tier: Optional[CacheTier],
-                     levels: Optional[AgentLevels]) -> float:
+def _base_client_bps(s: _Series, tier: CacheTier, levels: Optional[AgentLevels]) -> float:
     """Bytes/s of client IO the base serves, now and sustained: the smaller
     of the latest interval's and the short-horizon average's.  Either alone
-    misleads.  The average remembers a proxied burst for minutes after it.
-    A single interval's proxied figure is the base's writes less the
-    agent's flushes, which PGs report at different moments, so while the
-    agent flushes it swings by the flush rate either way (the average
-    cancels that).
+    misleads: the average remembers a proxied burst for minutes after it,
+    and a single interval is exposed to the report skew below.
     The figure is proxied reads and writes (unknown without base counters:
-    0; writes only in intervals without flushes, see below), plus, with hit
-    sets, promotions at the cache's average object size.
+    0), plus, with hit sets, promotions at the cache's average object size.
+    Proxied writes are the base's writes less the agent's flushes, which
+    the two pools' PGs report at different moments: in an interval with
+    flushes that difference can be mostly skew (a unit test builds the
+    case), so such intervals count proxied reads only.
     Without hit sets a miss promotes before it is served, and a whole-object
     write of a new object (a burst) promotes nothing from the base; the
     counters cannot tell those from real copies (copy-get reads add no read
     kb), so they are left out rather than read as a busy base."""
-    # Proxied writes are the base's writes less the agent's flushes; in an
-    # interval with flushes that difference is mostly report skew between
-    # the two pools' PGs (seen: a spurious busy base while the agent
-    # drained an idle cache), so such intervals count reads only.
     proxied = s.px_read_bytes + np.where(s.flush > 0.0, 0.0, s.px_write_bytes)
-    promoted = np.zeros_like(proxied)
-    if tier is not None and tier.hit_set.active and levels is not None \
-            and levels.user_objects:
-        promoted = s.promote * (levels.user_bytes / levels.user_objects)
     latest = float(proxied[-1])
-    latest = (0.0 if math.isnan(latest) else latest) + float(promoted[-1])
-    average = (_wmean(proxied, s.short_w, s.short_total) or 0.0) + \
-        (_wmean(promoted, s.short_w, s.short_total) or 0.0)
+    latest = 0.0 if math.isnan(latest) else latest
+    average = _wmean(proxied, s.short_w, s.short_total) or 0.0
+    avg_obj = levels.avg_object_bytes if levels is not None else 0.0
+    if tier.hit_set.active and avg_obj:
+        promoted = s.promote * avg_obj
+        latest += float(promoted[-1])
+        average += _wmean(promoted, s.short_w, s.short_total) or 0.0
     return max(min(latest, average), 0.0)
 
 
-def _inflow(s: _Series, tier: Optional[CacheTier] = None,
-            levels: Optional[AgentLevels] = None) -> InflowModel:
+def _inflow(s: _Series, tier: CacheTier, levels: Optional[AgentLevels]) -> InflowModel:
     if not len(s):
         return InflowModel(0.0, 0.0, 'idle', 0.0, None, None, 0)
     short = _wmean(s.inflow, s.short_w, s.short_total) or 0.0
@@ -907,8 +901,7 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
     busy_s = float(np.add.reduce(busy))
     promote_busy = float(s.promote[window][active].dot(busy)) / busy_s
     proxied_busy = max(float(s.px_ops[window].dot(dt)), 0.0) / busy_s
-    avg_obj = (levels.user_bytes / levels.user_objects
-               if levels is not None and levels.user_objects else 0.0)
+    avg_obj = levels.avg_object_bytes if levels is not None else 0.0
     load = max(promote_busy / throttle_ops if throttle_ops > 0 else 0.0,
                promote_busy * avg_obj / throttle_bytes if throttle_bytes > 0 else 0.0)
     promotes = (f'promotes ran at {promote_busy:.1f}/s while busy, {100 * load:.0f}% of '

@@ -88,6 +88,11 @@ class AgentLevels:
     fill: Optional[float]    # fraction of target; None without a target
     dirty: Optional[float]
 
+    @property
+    def avg_object_bytes(self) -> float:
+        """The agent's average object size (0.0 with no objects)."""
+        return self.user_bytes / self.user_objects if self.user_objects else 0.0
+
 
 def agent_levels(tier: CacheTier, c: PoolCounters) -> AgentLevels:
     unflushable = c.num_objects_hit_set_archive

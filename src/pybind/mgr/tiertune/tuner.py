@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import actuation, controller, models
-from .rates import HistoryBook
+from .rates import HistoryBook, HistoryEntry
 from .state import HISTORY_KEEP, DecisionRecord, Settings, ratios_from_dict
 from .topology import CacheTier, Ratios
 
@@ -69,7 +69,7 @@ class Tuner:
         for pid, tier in tiers.items():
             hist = book.get(pid)
             # The deque itself: fit() reads it by index near its ends.
-            entries: Sequence[Any] = hist.entries if hist else ()
+            entries: Sequence[HistoryEntry] = hist.entries if hist else ()
             cache = self.series.get(pid)
             if cache is None:
                 cache = self.series[pid] = models.SeriesCache()
