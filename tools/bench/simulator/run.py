@@ -61,8 +61,6 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
     sim = TierSim(sc, bins, Ratios(*ratios), seed=seed)
     timeline = Timeline(sc, bins)
     driver: Optional[TiertuneDriver] = None
-    changes: List[Dict[str, float]] = [{'t': 0.0, 'dirty': ratios[0],
-                                        'dirty_high': ratios[1], 'full': ratios[2]}]
     applied = 0
     if policy.kind == 'tiertune':
         get = mgr_view.getter(sim)
@@ -82,6 +80,10 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         for k in (2, 1):
             driver.tick(mono=-k * TIERTUNE_SLEEP_INTERVAL_S,
                         wall=1.7e9 - k * TIERTUNE_SLEEP_INTERVAL_S)
+    # What the run starts from (the ticks before it may already have moved them).
+    r0 = sim.ratios
+    changes: List[Dict[str, float]] = [{'t': 0.0, 'dirty': r0.dirty,
+                                        'dirty_high': r0.dirty_high, 'full': r0.full}]
     steps = int(np.ceil(sc.duration_s / STEP_S))
     tput = np.zeros(steps)
     offered = np.zeros(steps, dtype=bool)

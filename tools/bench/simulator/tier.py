@@ -6,8 +6,9 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
   * each PG's budget is target_max_bytes / pg_num; dirty and full levels
     use the agent's arithmetic (average object size + store overhead);
   * flush mode IDLE/LOW/HIGH and evict mode IDLE/SOME/FULL with the slop
-    hysteresis (osd_agent_slop of the dirty ratio, added when the PG is
-    idle, subtracted when it is not); evict effort (full - target) /
+    hysteresis (osd_agent_slop of the dirty ratio for flushing, of the
+    full ratio for evicting; added when the PG is idle, subtracted when it
+    is not); evict effort (full - target) /
     (1 - target), at least osd_agent_min_evict_effort, quantized;
   * flushing is capped per OSD by in-flight agent ops: 2 (LOW) or 4 when
     any PG on the OSD is HIGH; each flush is one object written to the
@@ -193,8 +194,10 @@ class TierSim:
         self.flush_mode = np.where(dirty > high, FLUSH_HIGH,
                                    np.where((dirty > target) | ((r.dirty <= 0) & has_dirty),
                                             FLUSH_LOW, FLUSH_IDLE))
+        # The evict slop scales with the full ratio (PrimaryLogPG::
+        # agent_choose_mode: evict_slop = evict_target * osd_agent_slop).
         esign = np.where(self.evict_mode == EVICT_IDLE, 1.0, -1.0)
-        etarget = r.full + esign * slop
+        etarget = r.full + esign * r.full * OSD_AGENT_SLOP
         effort = np.clip((full - etarget) / max(1.0 - etarget.min(), 1e-6), 0.0, 1.0)
         effort = np.maximum(effort, OSD_AGENT_MIN_EVICT_EFFORT)
         effort = np.floor(effort / OSD_AGENT_QUANTIZE_EFFORT + 1e-9) * OSD_AGENT_QUANTIZE_EFFORT

@@ -22,6 +22,8 @@ from simulator import mgr_view  # noqa: E402
 from simulator.run import simulate  # noqa: E402
 from simulator.tier import (  # noqa: E402
     EVICT_FULL,
+    EVICT_IDLE,
+    EVICT_SOME,
     FLUSH_HIGH,
     FLUSH_IDLE,
     FLUSH_LOW,
@@ -114,6 +116,26 @@ def test_flush_mode_follows_the_ratios_with_slop_hysteresis():
     set_dirty(0.7)
     sim.choose_modes()
     assert (sim.flush_mode == FLUSH_HIGH).all()
+
+
+def test_evict_mode_slop_scales_with_the_full_ratio_not_the_dirty_ratio():
+    # PrimaryLogPG::agent_choose_mode: evict_slop = full ratio *
+    # osd_agent_slop (0.8 * 0.02 = 0.016 here), whatever the dirty ratio.
+    for dirty_ratio in (0.1, 0.4):
+        sim = new_sim(short())
+        sim.ratios.dirty = dirty_ratio
+        make_dirty(sim, 0.81)
+        sim.C[:], sim.D[:] = sim.D, 0.0     # all clean: only eviction is in play
+        sim.choose_modes()
+        assert (sim.evict_mode == EVICT_IDLE).all()     # 0.81 < 0.8 + 0.016
+        make_dirty(sim, 0.82)
+        sim.C[:], sim.D[:] = sim.D, 0.0
+        sim.choose_modes()
+        assert (sim.evict_mode == EVICT_SOME).all()
+        make_dirty(sim, 0.79)                # under 0.8, over 0.8 - 0.016: keeps evicting
+        sim.C[:], sim.D[:] = sim.D, 0.0
+        sim.choose_modes()
+        assert (sim.evict_mode == EVICT_SOME).all()
 
 
 def test_over_budget_pg_is_full_and_its_writes_wait_until_it_drains():

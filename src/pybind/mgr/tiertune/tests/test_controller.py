@@ -528,6 +528,33 @@ def test_room_above_full_is_for_a_surge_not_the_inflow_over_the_horizon():
         'needed_free_fraction'] == pytest.approx(12e9 / (100 * GiB))
 
 
+def test_a_surge_larger_than_the_cache_does_not_lower_full():
+    # Typical bursts of 150 GiB into a 100 GiB target: more than the 0.9 the
+    # cache holds above dirty_ratio_min.  No full ratio makes room for it,
+    # so the room rule puts no ceiling on full (and no bounds block), and
+    # full keeps clean data as the hit curve wants.
+    big = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB, slope=0.5)))
+    assert big.numbers['surge_overflows'] is True
+    assert big.numbers['full_ceiling'] == pytest.approx(1.0)
+    assert big.recommended.full == pytest.approx(0.9)
+    assert big.bounds_block is None
+    assert any('more than the cache holds' in r for r in big.reasons)
+    # With no hit curve full stays where it is, rather than being lowered.
+    assert decide(make_input(make_model(state='idle', burst_bytes=150 * GiB))
+                  ).recommended.full == pytest.approx(0.8)
+    # 85 GiB does fit once drained to the dirty floor: room is made for it,
+    # down to full_ratio_min (0.15 wanted), and the bounds block says so.
+    fits = decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, slope=0.5)))
+    assert fits.numbers['surge_overflows'] is False
+    assert fits.recommended.full == pytest.approx(0.6)
+    assert 'full_ratio_min is 0.60' in fits.bounds_block
+    # The line is 1 - dirty_ratio_min: a higher floor makes the same burst
+    # overflow.
+    high_floor = Bounds(dirty_ratio_min=0.2)
+    assert decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, slope=0.5),
+                             bounds=high_floor)).numbers['surge_overflows'] is True
+
+
 def test_no_bounds_block_inside_bounds():
     dec = decide(make_input(make_model(short=10e6, slope=0.3)))
     assert dec.bounds_block is None
