@@ -397,6 +397,13 @@ def build_record(sc: scn.Scenario, policy: str, runs: List[PhaseRun], ops: fio_j
     proxied = perf.get('tier_proxy_read', 0) + perf.get('tier_proxy_write', 0)
     promoted = _delta(first.cache, final.cache, 'num_promote')
     misses = proxied + (promoted if not _has_hit_set(first.pools[0]) else 0)
+    hit_ratio = max(0.0, 1.0 - misses / client_ops) if client_ops > 0 else None
+    if policy == 'no-tier' and client_ops > 0:
+        # No overlay: nothing is proxied, and any op the cache pool served
+        # is one that reached it (none should).
+        served = (_delta(first.cache, final.cache, 'num_read')
+                  + _delta(first.cache, final.cache, 'num_write'))
+        hit_ratio = min(1.0, served / client_ops)
     if tt_history is not None:
         applied = [h for h in tt_history
                    if h['result'] == 'applied' and wall0 <= h['time'] <= wall0 + run_s]
@@ -418,7 +425,7 @@ def build_record(sc: scn.Scenario, policy: str, runs: List[PhaseRun], ops: fio_j
         'blocked_write_s': float(blocked_rows.sum()) * 1.0,
         'flushed_bytes': _delta(first.cache, final.cache, 'num_flush_kb') * 1024,
         'promotes': _delta(first.cache, final.cache, 'num_promote'),
-        'hit_ratio': (max(0.0, 1.0 - misses / client_ops) if client_ops > 0 else None),
+        'hit_ratio': hit_ratio,
         'ratio_changes': n_changes,
     }
     assert set(metrics) == set(METRIC_KEYS)
@@ -471,13 +478,21 @@ HOW = (
     'promotion), the promotions (num_promote); with hit sets a promotion follows a proxied '
     'op in the background and is not counted again.  ratio_changes = '
     'tiertune history entries applied during the run (tiertune) or ratio changes seen in '
-    'the OSD map (static, polled every second).')
+    'the OSD map (static, polled every second).  no-tier: the overlay is removed before '
+    'the phases, so the clients\' IO goes to the base pool directly; hit_ratio = ops the '
+    'cache pool served / client ops.')
 
 
 # ----- the run ---------------------------------------------------------------------
 
 def _setup_policy(c: LocalCluster, kind: str) -> Dict[str, Any]:
     pool = c.spec.cache_pool
+    if kind == 'no-tier':
+        # The clients' IO goes straight to the base pool; the cache pool
+        # stays a tier of it, with nothing sent through it.
+        c.ceph('tiertune', 'mode', pool, 'off')
+        c.ceph('osd', 'tier', 'remove-overlay', c.spec.base_pool)
+        return {'mode': 'off', 'overlay': 'removed'}
     if kind != 'tiertune':
         c.ceph('tiertune', 'mode', pool, 'off')
         return {'mode': 'off'}
@@ -496,9 +511,9 @@ def run(scenario: scn.Scenario, policy: str, workdir: Path,
     local cluster in a new directory under workdir.  cluster_overrides:
     ClusterSpec fields as KEY=VALUE strings, applied last (recorded)."""
     spec_p = policies.parse(policy)
-    if spec_p.kind not in ('static', 'tiertune'):
-        raise policies.PolicyError(f'{policy}: the cluster backend runs static:D,H,F and '
-                                   f'tiertune')
+    if spec_p.kind not in ('static', 'tiertune', 'no-tier'):
+        raise policies.PolicyError(f'{policy}: the cluster backend runs static:D,H,F, '
+                                   f'tiertune and no-tier')
     if not time_scale > 0:
         raise ValueError(f'time_scale must be positive, got {time_scale}')
     ratios = spec_p.ratios if spec_p.kind == 'static' and spec_p.ratios \

@@ -9,6 +9,9 @@
   clairvoyant    simulator only: told the phases in advance, it holds the
                  dirty ratio at its floor before each write phase and at its
                  ceiling during it (the reference for an online policy)
+  no-tier        no cache tier in the clients' path: the base pool alone
+                 (the OSiRIS site's "without"; on the cluster the overlay is
+                 removed), for what the tier buys at all
 
 The tiertune settings below are the same on both backends.
 """
@@ -37,7 +40,7 @@ class PolicyError(ValueError):
 
 @dataclass(frozen=True)
 class PolicySpec:
-    kind: str                                   # static | tiertune | best-static | clairvoyant
+    kind: str            # static | tiertune | best-static | clairvoyant | no-tier
     ratios: Optional[Tuple[float, float, float]] = None
 
     @property
@@ -56,10 +59,10 @@ def parse(text: str) -> PolicySpec:
         if not 0 <= d <= h <= f <= 1:
             raise PolicyError(f'{text!r}: ratios must satisfy 0 <= D <= H <= F <= 1')
         return PolicySpec('static', (d, h, f))
-    if text in ('tiertune', 'best-static', 'clairvoyant'):
+    if text in ('tiertune', 'best-static', 'clairvoyant', 'no-tier'):
         return PolicySpec(text)
     raise PolicyError(f'unknown policy {text!r} (static:D,H,F, tiertune, best-static, '
-                      f'clairvoyant)')
+                      f'clairvoyant, no-tier)')
 
 
 def tiertune_package() -> Dict[str, Any]:

@@ -95,6 +95,8 @@ def markdown(records: Sequence[RunRecord], scenarios: Mapping[str, Scenario]) ->
             label = r.policy
             if r.policy == 'best-static':
                 label += f' ({r.params.get("best_static", "?")})'
+            elif r.policy == 'no-tier':
+                label += ' (base pool alone)'
             lines.append(f'| {label} | ' + ' | '.join(_cell(k, r.metrics.get(k), dg)
                                                      for k, _, dg in TABLE_COLUMNS) + ' |')
         found = checks(sc, {r.policy: r for r in recs})
@@ -115,6 +117,8 @@ def plot(records: Sequence[RunRecord], name: str, path: Path) -> None:
         t = s['t']
         ax[0].plot(t, s['throughput_mib_s'], label=r.policy, lw=0.8)
         ax[1].plot(t, s['write_lat_ms_p99'], label=r.policy, lw=0.8)
+        if r.policy == 'no-tier':
+            continue        # no cache in its path: no levels, no ratios that act
         line, = ax[2].plot(t, s['dirty'], label=f'{r.policy} dirty', lw=0.8)
         ax[2].plot(t, s['fill'], ls=':', color=line.get_color(), lw=0.8)
         ch = r.ratio_changes

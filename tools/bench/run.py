@@ -33,7 +33,7 @@ GRID_DIRTY_HIGH = (0.4, 0.6, 0.8)
 GRID_FULL = (0.6, 0.8, 0.9)
 
 SIM_POLICIES = ('static:0.4,0.6,0.8', 'static:0.3,0.4,0.7', 'best-static', 'tiertune',
-                'clairvoyant')
+                'clairvoyant', 'no-tier')
 CLUSTER_POLICIES = ('static:0.4,0.6,0.8', 'tiertune')
 # The cluster-sized variant: the simulator's bursty-write-fits (2 GiB of
 # bursts at 200 MiB/s over a 40 MiB/s base) does not fit this machine's

@@ -1,7 +1,7 @@
 """Run one scenario under one policy on the simulator: a RunRecord."""
 
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 from policies import (
@@ -16,6 +16,7 @@ from record import SERIES_KEYS, RunRecord, throughput_stats, weighted_percentile
 from scenario import Scenario
 
 from simulator import mgr_view
+from simulator.base_only import BaseOnlySim
 from simulator.tier import MiB, Ratios, TierSim
 from simulator.workload import Timeline, all_key_counts, make_bins
 
@@ -31,7 +32,7 @@ RATIO_VARS = (('cache_target_dirty_ratio', 0), ('cache_target_dirty_high_ratio',
               ('cache_target_full_ratio', 2))
 
 
-def _set_all(sim: TierSim, r: Tuple[float, float, float]) -> None:
+def _set_all(sim: Union[TierSim, BaseOnlySim], r: Tuple[float, float, float]) -> None:
     """Set the ratios in an order that keeps them ordered (as tiertune does)."""
     cur = (sim.ratios.dirty, sim.ratios.dirty_high, sim.ratios.full)
     order = RATIO_VARS if r[0] <= cur[0] else tuple(reversed(RATIO_VARS))
@@ -58,11 +59,14 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
     started = time.process_time()
     bins = make_bins(all_key_counts(sc))
     ratios = policy.ratios if policy.kind == 'static' and policy.ratios else CEPH_DEFAULTS
-    sim = TierSim(sc, bins, Ratios(*ratios), seed=seed)
+    sim: Union[TierSim, BaseOnlySim] = (BaseOnlySim(sc, Ratios(*ratios))
+                                        if policy.kind == 'no-tier'
+                                        else TierSim(sc, bins, Ratios(*ratios), seed=seed))
     timeline = Timeline(sc, bins)
     driver: Optional[TiertuneDriver] = None
     applied = 0
     if policy.kind == 'tiertune':
+        assert isinstance(sim, TierSim)
         get = mgr_view.getter(sim)
 
         def pool_set(pool: str, var: str, val: str) -> Optional[str]:
@@ -146,7 +150,8 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
              'throughput = client bytes completed per step; latencies are per-op-class '
              'model latencies weighted by op counts (blocked writes: their wait, spread '
              'evenly); blocked_write_s = steps in which some write waited on a FULL PG; '
-             'hit_ratio = client ops served by the cache (hits) / all client ops'),
+             'hit_ratio = client ops served by the cache (hits) / all client ops; no-tier: '
+             'every op at the base\'s bandwidth and latency (simulator/base_only.py)'),
         params={'step_s': STEP_S, 'seed': seed, 'bins': bins.count, 'pg_num': sc.pg_num,
                 'cache_osds': sim.osds, 'cpu_s': round(time.process_time() - started, 2),
                 'tiertune_sleep_interval_s': TIERTUNE_SLEEP_INTERVAL_S,

@@ -87,3 +87,19 @@ def test_static_run_gives_a_complete_record_and_stops_its_cluster(tmp_path: Path
     assert not [p for p in pids.values() if processes.is_ours(int(p), cluster_dir)]
     assert not Path(cluster_dir).exists()
     assert any('cluster stopped' in line for line in lines)
+
+
+@pytest.mark.timeout(600)
+def test_no_tier_run_sends_the_clients_io_to_the_base_pool(tmp_path: Path) -> None:
+    # The OSiRIS "without the cache tier": the overlay goes, the pools stay.
+    rec = cluster_backend.run(scn.load(SMOKE), 'no-tier', tmp_path,
+                              cluster_overrides={'bench_seconds': '0'})
+    assert rec.policy == 'no-tier'
+    assert rec.params['tiertune'] == {'mode': 'off', 'overlay': 'removed'}
+    m = rec.metrics
+    assert m['throughput_mib_s_mean'] > 0 and rec.params['client_ops'] > 0
+    counters = rec.params['pool_counters_delta']
+    assert counters['cache']['num_write'] == 0 and counters['cache']['num_read'] == 0
+    assert counters['base']['num_write'] > 0
+    assert m['flushed_bytes'] == 0 and m['promotes'] == 0 and m['hit_ratio'] == 0
+    assert m['blocked_write_s'] == 0

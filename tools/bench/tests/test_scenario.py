@@ -28,6 +28,7 @@ GOOD: Dict[str, Any] = {
 REQUIRED = ['bursty-write-fits', 'bursty-write-exceeds', 'steady-write-above-backend',
             'zipf-read-large-working-set', 'scan-pollutes-hot-set', 'diurnal-day',
             'osiris-rados-bench-4m', 'rbd-4k-randwrite-growing-clients']
+# The OSiRIS bench is run with and without the tier (the no-tier policy).
 
 
 def test_every_shipped_scenario_loads_and_is_named_as_its_file() -> None:

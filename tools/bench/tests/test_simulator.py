@@ -247,6 +247,22 @@ def test_clairvoyant_holds_the_floor_before_bursts_and_the_ceiling_in_them():
     assert (10.0, 0.1) in seen and (70.0, 0.6) in seen
 
 
+def test_no_tier_sends_every_op_to_the_base():
+    sc = short()
+    alone = simulate(sc, policies.parse('no-tier'))
+    m = alone.metrics
+    assert m['flushed_bytes'] == 0 and m['promotes'] == 0 and m['hit_ratio'] == 0
+    assert m['ratio_changes'] == 0
+    assert alone.series['dirty'] == [0.0] * len(alone.series['t'])
+    # The burst asks 100 MiB/s; the base alone gives at most its 40.
+    assert 0 < max(alone.series['throughput_mib_s']) <= sc.sim.base_bandwidth_mib_s + 1e-6
+    # Through a cache without hit sets (new writes land in it) the burst
+    # runs at its rate, above what the base gives.
+    no_hit_sets = short(cache={'target_max_bytes': '256MiB', 'pg_num': 8, 'hit_set_count': 0})
+    tiered = simulate(no_hit_sets, policies.parse('static:0.4,0.6,0.8'))
+    assert max(tiered.series['throughput_mib_s']) > 2 * sc.sim.base_bandwidth_mib_s
+
+
 # --- records, runner, report --------------------------------------------------
 
 def test_weighted_percentile():
