@@ -106,6 +106,44 @@ def markdown(records: Sequence[RunRecord], scenarios: Mapping[str, Scenario]) ->
     return '\n'.join(lines)
 
 
+# doc/mgr/tiertune.rst's tables: fewer columns, whole milliseconds.
+RST_COLUMNS = (('write_lat_ms_p99', 'wr p99 ms', 0), ('write_lat_ms_p999', 'wr p99.9 ms', 0),
+               ('throughput_mib_s_mean', 'MiB/s', 1), ('hit_ratio', 'hit ratio', 3),
+               ('blocked_write_s', 'blocked s', 0), ('ratio_changes', 'changes', 0))
+
+
+def _label(r: RunRecord) -> str:
+    if r.policy == 'best-static':
+        return f'best-static ({r.params.get("best_static", "?").removeprefix("static:")})'
+    if r.policy == 'no-tier':
+        return 'no-tier (base pool alone)'
+    return r.policy
+
+
+def rst_tables(records: Sequence[RunRecord], names: Sequence[str],
+               order: Sequence[str]) -> str:
+    """One RST simple table per scenario in names, rows in the order of the
+    policies in order (others after), as the docs show them."""
+    out: List[str] = []
+    rank: Dict[str, int] = {}
+    for i, p in enumerate(order):
+        rank.setdefault(p, i)
+    for name in names:
+        recs = sorted((r for r in records if r.scenario == name),
+                      key=lambda r: (rank.get(r.policy, len(rank)), r.policy))
+        if not recs:
+            continue
+        rows = [[_label(r)] + [_cell(k, r.metrics.get(k), dg) for k, _, dg in RST_COLUMNS]
+                for r in recs]
+        head = ['policy'] + [c[1] for c in RST_COLUMNS]
+        widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
+        rule = '  '.join('=' * w for w in widths)
+        lines = ['  '.join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+                 for cells in (head, *rows)]
+        out += [f'``{name}``', '', rule, lines[0], rule, *lines[1:], rule, '']
+    return '\n'.join(out)
+
+
 def plot(records: Sequence[RunRecord], name: str, path: Path) -> None:
     import matplotlib
     matplotlib.use('Agg')

@@ -137,6 +137,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     one.add_argument('--out', required=True, type=Path)
     rp = sub.add_parser('report', help='rewrite DIR/results.md and the plots from its records')
     rp.add_argument('--dir', required=True, type=Path)
+    rp.add_argument('--rst', action='store_true',
+                    help="print the docs' RST tables instead of rewriting the report")
     st = sub.add_parser('suite')
     st.add_argument('--backend', default='sim', choices=('sim', 'cluster'))
     st.add_argument('--out-dir', required=True, type=Path)
@@ -156,8 +158,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                               'backend': rec.backend, 'metrics': rec.as_dict()['metrics']},
                              indent=1))
         elif a.cmd == 'report':
-            from report import write_report
+            from report import rst_tables, write_report
             recs = [RunRecord.read(p) for p in sorted(a.dir.glob('*.json'))]
+            if a.rst:
+                print(rst_tables(recs, sorted({r.scenario for r in recs}),
+                                 [*SIM_POLICIES, *CLUSTER_POLICIES]))
+                return 0
             known = {sc.name: sc for sc in map(scn.load, [*scn.SCENARIO_DIR.glob('*.yaml'),
                                                           *scn.SCENARIO_DIR.glob('*/*.yaml')])}
             write_report(recs, {r.scenario: known[r.scenario] for r in recs

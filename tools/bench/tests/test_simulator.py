@@ -271,7 +271,7 @@ def test_weighted_percentile():
     assert weighted_percentile([1], [0], 0.5) is None
 
 
-def test_short_scenario_end_to_end_on_the_simulator(tmp_path):
+def test_short_scenario_end_to_end_on_the_simulator(tmp_path, capsys):
     """The harness itself: every policy runs, records are complete, the
     suite writes its table and plots."""
     path = tmp_path / 'short.yaml'
@@ -297,6 +297,17 @@ def test_short_scenario_end_to_end_on_the_simulator(tmp_path):
     md = (out / 'results.md').read_text()
     assert '| tiertune |' in md and 'best-static (static:' in md
     assert (out / 'short.png').stat().st_size > 10_000
+    # The docs' tables come from the same records.
+    capsys.readouterr()
+    assert bench_run.main(['report', '--dir', str(out), '--rst']) == 0
+    rst = capsys.readouterr().out
+    lines = rst.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith('===')]
+    rows = [line.split('  ')[0] for line in lines[rules[1] + 1:rules[2]]]
+    assert rst.startswith('``short``') and rows == [
+        'static:0.4,0.6,0.8', 'static:0.3,0.4,0.7',
+        f'best-static ({best.params["best_static"].removeprefix("static:")})', 'tiertune',
+        'clairvoyant', 'no-tier (base pool alone)']
 
 
 def test_one_run_from_the_command_line(tmp_path, capsys):
