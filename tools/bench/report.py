@@ -80,6 +80,23 @@ def checks(sc: Scenario, by_policy: Mapping[str, RunRecord]) -> List[str]:
     return out
 
 
+def tier_gain(by_policy: Mapping[str, RunRecord]) -> List[str]:
+    """What the tier buys (not a check): mean throughput of each policy with
+    the tier over the base pool alone."""
+    alone = by_policy.get('no-tier')
+    base = alone.metrics.get('throughput_mib_s_mean') if alone else None
+    if not base:
+        return []
+    parts = []
+    for name in (DEFAULT, 'tiertune'):
+        r = by_policy.get(name)
+        t = r.metrics.get('throughput_mib_s_mean') if r else None
+        if t is not None:
+            parts.append(f'{name} {t:.1f} MiB/s ({t / base:.2f}x)')
+    return [f'info with the tier vs the base pool alone ({base:.1f} MiB/s, mean): '
+            + ', '.join(parts)] if parts else []
+
+
 def markdown(records: Sequence[RunRecord], scenarios: Mapping[str, Scenario]) -> str:
     lines: List[str] = []
     for name, sc in scenarios.items():
@@ -99,7 +116,8 @@ def markdown(records: Sequence[RunRecord], scenarios: Mapping[str, Scenario]) ->
                 label += ' (base pool alone)'
             lines.append(f'| {label} | ' + ' | '.join(_cell(k, r.metrics.get(k), dg)
                                                      for k, _, dg in TABLE_COLUMNS) + ' |')
-        found = checks(sc, {r.policy: r for r in recs})
+        by_policy = {r.policy: r for r in recs}
+        found = checks(sc, by_policy) + tier_gain(by_policy)
         if found:
             lines += [''] + [f'- {c}' for c in found]
         lines.append('')

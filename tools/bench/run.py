@@ -38,7 +38,11 @@ CLUSTER_POLICIES = ('static:0.4,0.6,0.8', 'tiertune')
 # The cluster-sized variant: the simulator's bursty-write-fits (2 GiB of
 # bursts at 200 MiB/s over a 40 MiB/s base) does not fit this machine's
 # memstore cache and 24 MiB/s loop-device base; the variant keeps its shape.
-CLUSTER_SCENARIOS = (str(scn.SCENARIO_DIR / 'cluster' / 'bursty-write-fits.yaml'),)
+CLUSTER_SCENARIOS = (str(scn.SCENARIO_DIR / 'cluster' / 'bursty-write-fits.yaml'),
+                     str(scn.SCENARIO_DIR / 'cluster' / 'osiris-rados-bench-4m.yaml'))
+# Runs a suite adds for some scenarios: the OSiRIS bench with and without the
+# tier, as the site ran it.
+EXTRA_POLICIES = {'osiris-rados-bench-4m-cluster': ('no-tier',)}
 
 
 def primary_metric(sc: scn.Scenario) -> Tuple[str, bool]:
@@ -114,7 +118,7 @@ def suite(backend: str, out_dir: Path, scenarios: Sequence[str], pols: Sequence[
     for name in scenarios:
         sc = scn.load(shipped.get(name) or Path(name))
         loaded[sc.name] = sc
-        for pol in pols:
+        for pol in [*pols, *(p for p in EXTRA_POLICIES.get(sc.name, ()) if p not in pols)]:
             rec = run_one(sc, pol, backend, workdir, time_scale=time_scale)
             rec.write(out_dir / _file_name(rec))
             records.append(rec)
