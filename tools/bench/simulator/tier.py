@@ -99,6 +99,14 @@ class Totals:
         ('num_read', 'num_read_kb', 'num_write', 'num_write_kb'), 0.0))
 
 
+# Slots of the batched M-weighted sums in TierSim._clients.  One reduction
+# sums every slot: numpy sums each contiguous slot pairwise just as it sums
+# that array on its own, so the figures are the same numbers as one .sum()
+# per figure, for one call instead of several.
+_MISS, _HIT, _ELIG_R, _ELIG_W, _CLOSED = range(5)                  # before the op count
+_W_HIT, _R_HIT, _W_MISS, _R_MISS, _W_PROM, _R_PROM, _W_FULL, _OVER_W = range(8)   # after
+
+
 @dataclass
 class StepResult:
     """What one step did, for the metrics."""
@@ -109,6 +117,17 @@ class StepResult:
     write_lat: List[Tuple[float, float]] = field(default_factory=list)  # (seconds, ops)
     read_lat: List[Tuple[float, float]] = field(default_factory=list)
     blocked: bool = False
+    dirty: float = 0.0            # pool_levels() at the end of the step
+    fill: float = 0.0
+
+
+@dataclass(frozen=True)
+class _DemandArrays:
+    """One phase's per (PG row, bin) constants: made when the phase starts,
+    not every step."""
+    share: np.ndarray             # the ops one PG of the row gets per op
+    m_share: np.ndarray           # the same times the row's PG count
+    write_read: np.ndarray        # (2, 1, 1): the write and read fractions of ops
 
 
 class TierSim:
@@ -136,8 +155,11 @@ class TierSim:
         self.w /= float((self.m * self.w).sum())
         self.G = self.m.size
         self.N = np.outer(self.w, bins.sizes)        # objects per (PG of the row, bin)
-        self.C = np.zeros_like(self.N)                        # cached clean
-        self.D = np.zeros_like(self.N)                        # cached dirty
+        # Clean and dirty side by side, so that one reduction gives both
+        # per-PG sums; C and D are views (assign into them, do not rebind).
+        self._cd = np.zeros((2, *self.N.shape))
+        self.C = self._cd[0]                                  # cached clean
+        self.D = self._cd[1]                                  # cached dirty
         self.flush_mode = np.zeros(self.G, dtype=int)
         self.evict_mode = np.zeros(self.G, dtype=int)
         self.effort = np.zeros(self.G)
@@ -146,6 +168,7 @@ class TierSim:
         self.hit_set_count = int(tier.hit_set_count)
         self.acc = np.zeros_like(self.N)          # accesses per object, current set
         self.archives: List[np.ndarray] = []      # newest first
+        self._archives_seen: List[np.ndarray] = []  # 1 - exp(-archive), for _recency
         self.next_roll = self.hit_set_period
         self.blocked = np.zeros(self.G)           # write ops waiting, per PG of the row
         self.blocked_since = np.full(self.G, math.nan)
@@ -155,6 +178,25 @@ class TierSim:
         self.t = 0.0
         self.epoch = 1
         self.last_change_epoch = 1
+        # What the step reuses rather than rebuilds.  numpy's cost here is
+        # per call, not per element (the arrays are PG_CLASSES x bins), and
+        # an array-with-array op costs half an array-with-Python-float one.
+        self._M = self.m[:, None]
+        self._n_mask = self.N > 0
+        self._n_positive = bool(self._n_mask.all())
+        self._ones = np.ones_like(self.N)
+        self._zeros = np.zeros_like(self.N)
+        self._room_objects = self.budget / self.avg
+        self._sums_before = np.zeros((5, *self.N.shape))
+        self._sums_after = np.zeros((8, *self.N.shape))
+        self._prom = np.zeros((2, *self.N.shape))   # promoted by writes, by reads
+        self._demand: Optional[Demand] = None
+        self._demand_arrays: Optional[_DemandArrays] = None
+        self._levels_of = b''                       # _row_sums() bytes the levels are of
+        self._levels_cache = np.zeros((2, self.G))
+        # choose_modes' inputs when they last gave back the modes they were
+        # given: the same inputs again would give the same modes and effort.
+        self._settled: Optional[Tuple[bytes, bytes, bytes, float, float, float]] = None
 
     # ----- the mon's side ------------------------------------------------------
     def pool_set(self, var: str, val: str) -> Optional[str]:
@@ -177,36 +219,69 @@ class TierSim:
         return None
 
     # ----- the agent -------------------------------------------------------------
+    def _row_sums(self) -> np.ndarray:
+        """(clean, dirty) objects per PG of each row."""
+        return np.add.reduce(self._cd, axis=2)
+
+    def _levels(self, rows: np.ndarray) -> np.ndarray:
+        """(dirty, full) per PG as fractions of its budget (agent arithmetic),
+        from _row_sums(); kept for the same sums, as the step asks twice."""
+        key = rows.tobytes()
+        if key != self._levels_of:
+            lv = np.empty_like(rows)
+            lv[0] = rows[1]
+            np.add(rows[0], rows[1], out=lv[1])
+            lv *= self.avg
+            lv /= self.budget
+            self._levels_of, self._levels_cache = key, lv
+        return self._levels_cache
+
     def levels(self) -> Tuple[np.ndarray, np.ndarray]:
         """Per PG dirty and full as fractions of its budget (agent arithmetic)."""
-        dirty = self.D.sum(axis=1) * self.avg / self.budget
-        full = (self.C.sum(axis=1) + self.D.sum(axis=1)) * self.avg / self.budget
-        return dirty, full
+        lv = self._levels(self._row_sums())
+        return lv[0].copy(), lv[1].copy()
 
-    def choose_modes(self) -> None:
-        dirty, full = self.levels()
+    def choose_modes(self, rows: Optional[np.ndarray] = None) -> None:
+        if rows is None:
+            rows = self._row_sums()
         r = self.ratios
+        key = (rows.tobytes(), self.flush_mode.tobytes(), self.evict_mode.tobytes(),
+               r.dirty, r.dirty_high, r.full)
+        if key == self._settled:
+            # A step's first call usually sees what its last call saw.
+            return
+        dirty, full = self._levels(rows)
         slop = r.dirty * OSD_AGENT_SLOP
         sign = np.where(self.flush_mode == FLUSH_IDLE, 1.0, -1.0)
         target, high = r.dirty + sign * slop, r.dirty_high + sign * slop
-        has_dirty = self.D.sum(axis=1) > 0.5
-        self.flush_mode = np.where(dirty > high, FLUSH_HIGH,
-                                   np.where((dirty > target) | ((r.dirty <= 0) & has_dirty),
-                                            FLUSH_LOW, FLUSH_IDLE))
+        low = dirty > target
+        if r.dirty <= 0:
+            low |= rows[1] > 0.5
+        flush_mode = np.where(dirty > high, FLUSH_HIGH, np.where(low, FLUSH_LOW, FLUSH_IDLE))
         esign = np.where(self.evict_mode == EVICT_IDLE, 1.0, -1.0)
         etarget = r.full + esign * slop
-        effort = np.clip((full - etarget) / max(1.0 - etarget.min(), 1e-6), 0.0, 1.0)
-        effort = np.maximum(effort, OSD_AGENT_MIN_EVICT_EFFORT)
+        effort = (full - etarget) / max(1.0 - etarget.min(), 1e-6)
+        # Clipped to 0..1 and at least the minimum: the floor of the clip
+        # would only be raised again (and np.clip is slow on small arrays).
+        effort = np.maximum(np.minimum(effort, 1.0), OSD_AGENT_MIN_EVICT_EFFORT)
         effort = np.floor(effort / OSD_AGENT_QUANTIZE_EFFORT + 1e-9) * OSD_AGENT_QUANTIZE_EFFORT
-        self.evict_mode = np.where(full > 1.0, EVICT_FULL,
-                                   np.where(full > etarget, EVICT_SOME, EVICT_IDLE))
-        self.effort = np.where(self.evict_mode == EVICT_FULL, 1.0,
-                               np.where(self.evict_mode == EVICT_SOME,
-                                        np.maximum(effort, OSD_AGENT_MIN_EVICT_EFFORT), 0.0))
+        over_full, over_target = full > 1.0, full > etarget
+        evict_mode = np.where(over_full, EVICT_FULL, np.where(over_target, EVICT_SOME,
+                                                             EVICT_IDLE))
+        # Quantized from at least the minimum, effort is at least the minimum.
+        self.effort = np.where(over_full, 1.0, np.where(over_target, effort, 0.0))
+        settled = flush_mode.tobytes() == key[1] and evict_mode.tobytes() == key[2]
+        self._settled = key if settled else None
+        self.flush_mode, self.evict_mode = flush_mode, evict_mode
 
     # ----- one step ----------------------------------------------------------------
+    # Work whose outcome is zero is skipped (nothing to flush, no PG evicting
+    # or FULL, no promotion over a PG's room, no throttle): it would add or
+    # subtract zeros, which leaves every count as it is.  (The counts never
+    # hold -0.0, the one value adding +0.0 changes.)
     def step(self, dt: float, d: Demand) -> StepResult:
-        self.choose_modes()
+        rows = self._row_sums()
+        self.choose_modes(rows)
         res = StepResult()
         sim = self.sc.sim
         bw_base = sim.base_bandwidth_mib_s * MiB
@@ -224,47 +299,50 @@ class TierSim:
         # The quota is per OSD and the rows' PGs spread over all OSDs: with
         # any PG HIGH every OSD has one, and the flushing PGs share the
         # OSDs' in-flight ops evenly.
+        dirty_pg = rows[1]
         flush_pg = np.zeros(self.G)
-        flushing = (self.flush_mode > 0) & (self.D.sum(axis=1) > 0.5)
-        paced = False      # evictions follow flush completions (see above)
-        if flushing.any():
-            paced = True
+        flushing = (self.flush_mode > 0) & (dirty_pg > 0.5)
+        paced = bool(flushing.any())   # evictions follow flush completions (see above)
+        if paced:
             quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
                 else OSD_AGENT_MAX_LOW_OPS
             flush_pg[flushing] = (self.osds * quota / flush_time * dt
                                   / float(self.m[flushing].sum()))
-        flush_pg = np.minimum(flush_pg, self.D.sum(axis=1))
+        flush_pg = np.minimum(flush_pg, dirty_pg)
+        flushes = bool(flush_pg.any())
 
         # --- clients, and the base shared with the flushes -------------------------
-        flush_bytes = float((self.m * flush_pg).sum()) * S
+        flush_bytes = float((self.m * flush_pg).sum()) * S if flushes else 0.0
         base_bytes = cache_bytes = 0.0
         base_share = min(1.0, bw_base * dt / flush_bytes) if flush_bytes > 0 else 1.0
         if d.active:
             res.offered = True
             cache_bytes, base_bytes, base_share = self._clients(dt, d, full_pg, flush_bytes, res)
-        flush_pg *= base_share
 
         # --- flush and evict -----------------------------------------------------
-        Dp = self.D.sum(axis=1)
-        with np.errstate(invalid='ignore', divide='ignore'):
-            frac = np.where(Dp > 0, flush_pg / Dp, 0.0)
-        flushed = self.D * frac[:, None]
-        self.D -= flushed
-        self.C += flushed
-        nflush = float((self.m * flushed.sum(axis=1)).sum())
-        Cp = self.C.sum(axis=1)
-        evict_pg = np.minimum(self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt
-                              * self.osds / self.P, Cp)
-        if paced:
-            allowed = EVICTS_PER_FLUSH_COMPLETION * nflush
-            wanted = float((self.m * evict_pg).sum())
-            if wanted > allowed:
-                evict_pg = evict_pg * (allowed / wanted)
-        with np.errstate(invalid='ignore', divide='ignore'):
-            efrac = np.where(Cp > 0, evict_pg / Cp, 0.0)
-        evicted = self.C * efrac[:, None]
-        self.C -= evicted
-        nevict = float((self.m * evicted.sum(axis=1)).sum())
+        nflush = nevict = 0.0
+        if flushes:
+            flush_pg *= base_share
+            Dp = np.add.reduce(self.D, axis=1) if d.active else dirty_pg
+            frac = np.divide(flush_pg, Dp, out=np.zeros_like(Dp), where=Dp > 0)
+            flushed = self.D * frac[:, None]
+            self.D -= flushed
+            self.C += flushed
+            nflush = float((self.m * flushed.sum(axis=1)).sum())
+        evicts = bool(self.effort.any())
+        if evicts:
+            Cp = np.add.reduce(self.C, axis=1)
+            evict_pg = np.minimum(self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt
+                                  * self.osds / self.P, Cp)
+            if paced:
+                allowed = EVICTS_PER_FLUSH_COMPLETION * nflush
+                wanted = float((self.m * evict_pg).sum())
+                if wanted > allowed:
+                    evict_pg = evict_pg * (allowed / wanted)
+            efrac = np.divide(evict_pg, Cp, out=np.zeros_like(Cp), where=Cp > 0)
+            evicted = self.C * efrac[:, None]
+            self.C -= evicted
+            nevict = float((self.m * evicted.sum(axis=1)).sum())
         c = self.totals.cache
         c['num_flush'] += nflush
         c['num_flush_kb'] += nflush * S / 1024
@@ -277,8 +355,12 @@ class TierSim:
         cache_bytes += nflush * S
 
         # --- blocked writes leave with their PG's FULL mode ------------------------
-        self.choose_modes()
-        self._release_blocked(dt, d, res)
+        if d.active or flushes or evicts:
+            rows = self._row_sums()
+        self.choose_modes(rows)
+        if self._release_blocked(dt, d, res):
+            rows = self._row_sums()
+        res.dirty, res.fill = self._pool_levels(rows)
 
         self.util_base = base_bytes / (bw_base * dt)
         self.util_cache = cache_bytes / (bw_cache * dt)
@@ -286,16 +368,24 @@ class TierSim:
         if self.t >= self.next_roll:
             self.archives.insert(0, self.acc.copy())
             del self.archives[self.hit_set_count:]
+            if self.archives:
+                self._archives_seen.insert(0, -np.expm1(-self.archives[0]))
+            del self._archives_seen[self.hit_set_count:]
             self.acc[:] = 0.0
             self.next_roll += self.hit_set_period
         return res
 
-    def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> None:
+    def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> bool:
         """Writes waiting on a PG that left FULL are requeued; each promotes
         and lands dirty, and the PG, checking its mode on every op, goes
         FULL again once they fill its budget: as many leave as there is
-        room for, the rest wait on."""
-        waiting = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
+        room for, the rest wait on.  True if some left (D changed)."""
+        waiting = self.blocked > 0
+        if not waiting.any():
+            res.blocked = False
+            return False
+        landed_any = False
+        waiting &= self.evict_mode != EVICT_FULL
         if waiting.any():
             cached = self.C + self.D
             room = np.maximum(self.budget / self.avg - cached.sum(axis=1), 0.0)
@@ -304,6 +394,7 @@ class TierSim:
             n = np.where(waiting, np.minimum(np.minimum(self.blocked, room), free_pg), 0.0)
             go = n > 0
             if go.any():
+                landed_any = True
                 bs = float(d.block_size or self.S)
                 # The waiting writes arrived evenly since blocked_since and
                 # leave oldest first: the share f that leaves waited between
@@ -330,6 +421,23 @@ class TierSim:
                 self.blocked[done] = 0.0
                 self.blocked_since[done] = math.nan
         res.blocked = bool((self.blocked > 0).any())
+        return landed_any
+
+    def _per_object(self, x: np.ndarray) -> np.ndarray:
+        """x / N per (row, bin), 0 where the row has no objects."""
+        if self._n_positive:
+            return x / self.N
+        return np.divide(x, self.N, out=np.zeros_like(x), where=self._n_mask)
+
+    def _arrays_of(self, d: Demand) -> _DemandArrays:
+        if d is not self._demand or self._demand_arrays is None:
+            share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]  # one PG's
+            rf = d.read_fraction
+            self._demand_arrays = _DemandArrays(
+                share=share, m_share=self._M * share,
+                write_read=np.array([1 - rf, rf])[:, None, None])
+            self._demand = d      # held, so that `is` cannot match a new one at its address
+        return self._demand_arrays
 
     def _clients(self, dt: float, d: Demand, full_pg: np.ndarray, flush_bytes: float,
                  res: StepResult) -> Tuple[float, float, float]:
@@ -350,36 +458,51 @@ class TierSim:
         prom_w_base = S if bs < S else 0.0
         l_prom_w = lat_base + prom_w_base / bw_base * stretch_b + l_hit
 
-        cached = self.C + self.D
-        with np.errstate(invalid='ignore', divide='ignore'):
-            hit = np.where(self.N > 0, cached / self.N, 0.0)
-        share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]  # one PG's
-        M = self.m[:, None]
-        open_row = (~full_pg)[:, None]
+        arrays = self._arrays_of(d)
+        share, M, C = arrays.share, self._M, self.C
+        cached = C + self.D
+        hit = self._per_object(cached)
+        miss_frac = np.subtract(self._ones, hit)
+        # rows whose PGs are FULL (None: none is, and their terms are zero)
+        closed = full_pg[:, None] if full_pg.any() else None
+        open_row = None if closed is None else ~closed
         rf = d.read_fraction
         # Without hit sets every miss promotes before it is served; with
         # them a miss is proxied and the object promoted afterwards if the
-        # hit sets say it is recent enough.
+        # hit sets say it is recent enough.  None: every object may promote.
         sync = self.hit_set_count <= 0
+        elig_r: Optional[np.ndarray]
+        elig_w: Optional[np.ndarray]
         if sync:
-            elig_r = elig_w = np.broadcast_to(open_row, self.N.shape).astype(float)
+            elig_r = elig_w = (None if open_row is None else
+                               np.broadcast_to(open_row, self.N.shape).astype(float))
         else:
-            elig_r = self._recency(tier.min_read_recency) * open_row
-            elig_w = self._recency(tier.min_write_recency) * open_row
-        miss = share * (1.0 - hit)
+            elig_r = self._eligible(tier.min_read_recency, open_row)
+            elig_w = self._eligible(tier.min_write_recency, open_row)
+        miss = share * miss_frac
         # each fate's share of all ops, before the throttle and the room
-        h = float((M * share * hit).sum())
-        pr = rf * float((M * miss * elig_r).sum())
-        pw = (1 - rf) * float((M * miss * elig_w).sum())
-        blk = (1 - rf) * float((M * miss * ~open_row).sum())
+        a = self._sums_before
+        np.multiply(M, miss, out=a[_MISS])
+        np.multiply(arrays.m_share, hit, out=a[_HIT])
+        if elig_r is not None:
+            np.multiply(a[_MISS], elig_r, out=a[_ELIG_R])
+        if elig_w is not None:
+            np.multiply(a[_MISS], elig_w, out=a[_ELIG_W])
+        if closed is not None:
+            np.multiply(a[_MISS], closed, out=a[_CLOSED])
+        sums = np.add.reduce(a.reshape(len(a), -1), axis=1).tolist()
+        h = sums[_HIT]
+        pr = rf * sums[_MISS if elig_r is None else _ELIG_R]
+        pw = (1 - rf) * sums[_MISS if elig_w is None else _ELIG_W]
+        blk = 0.0 if closed is None else (1 - rf) * sums[_CLOSED]
         flowing = max(1.0 - blk, 1e-9)
         if sync:
-            px = float((M * miss).sum()) - pr - pw - blk
+            px = sums[_MISS] - pr - pw - blk
             mean_lat = (h * l_hit + pr * l_prom_r + pw * l_prom_w + px * l_proxy) / flowing
             per_op_cache = h * bs + pr * (S + bs) + pw * max(S, bs)
             per_op_base = px * bs + pr * S + pw * prom_w_base
         else:
-            px = float((M * miss).sum()) - blk
+            px = sums[_MISS] - blk
             mean_lat = (h * l_hit + px * l_proxy) / flowing
             per_op_cache = h * bs + (pr + pw) * S
             per_op_base = px * bs + (pr + pw) * S
@@ -409,43 +532,68 @@ class TierSim:
         keep = 1.0 if sync or promo <= 0 else min(1.0, limit / promo)
 
         ops = n * share
-        self.acc += np.divide(ops, self.N, out=np.zeros_like(ops), where=self.N > 0)
-        rn, wn = ops * rf, ops * (1 - rf)
-        free = np.maximum(self.N - cached, 0.0)
-        prom_r = np.minimum(rn * (1 - hit) * elig_r * keep, free)
-        prom_w = np.minimum(wn * (1 - hit) * elig_w * keep, free - prom_r)
+        self.acc += self._per_object(ops)
+        wr = ops * arrays.write_read              # write ops, read ops
+        wn = wr[0]
+        wr_miss = wr * miss_frac
+        free = np.maximum(np.subtract(self.N, cached), self._zeros)
+        prom = self._prom                         # promoted by writes, by reads
+        want_r = wr_miss[1] if elig_r is None else wr_miss[1] * elig_r
+        want_w = wr_miss[0] if elig_w is None else wr_miss[0] * elig_w
+        if keep != 1.0:
+            want_r, want_w = want_r * keep, want_w * keep
+        np.minimum(want_r, free, out=prom[1])
+        np.minimum(want_w, free - prom[1], out=prom[0])
         # a PG takes promotions until it is over its budget (FULL): past
         # that, a write waiting on its promotion waits on the PG
-        room = np.maximum(self.budget / self.avg - cached.sum(axis=1), 0.0)
-        want = prom_r.sum(axis=1) + prom_w.sum(axis=1)
-        fit = np.divide(room, want, out=np.ones_like(room), where=want > room)[:, None]
-        over_w = prom_w * (1 - fit) if sync else np.zeros_like(prom_w)
-        prom_r, prom_w = prom_r * fit, prom_w * fit
-        with np.errstate(invalid='ignore', divide='ignore'):
-            clean_share = np.where(cached > 0, self.C / cached, 0.0)
-        dirtied = np.minimum(wn * hit * clean_share, self.C)
+        room = np.maximum(self._room_objects - np.add.reduce(cached, axis=1), 0.0)
+        want_pg = np.add.reduce(prom, axis=2)
+        want = want_pg[1] + want_pg[0]
+        over = want > room
+        over_w = None
+        if over.any():
+            fit = np.divide(room, want, out=np.ones_like(room), where=over)[:, None]
+            if sync:
+                over_w = prom[0] * (1 - fit)
+            prom *= fit
+        clean_share = np.divide(C, cached, out=np.zeros_like(C), where=cached > 0)
+        dirtied = np.minimum(wn * hit * clean_share, C)
         if sync:
-            self.C += prom_r - dirtied
-            self.D += prom_w + dirtied
+            C += prom[1] - dirtied
+            self.D += prom[0] + dirtied
         else:
-            self.C += prom_r + prom_w - dirtied
+            C += prom[1] + prom[0] - dirtied
             self.D += dirtied
 
-        block_pg = (wn * (1 - hit) * ~open_row).sum(axis=1) + over_w.sum(axis=1)
-        blocking = float((self.m * block_pg).sum())
-        if blocking > threads:
-            block_pg *= threads / blocking             # only so many threads to block
-        newly = (block_pg > 0) & np.isnan(self.blocked_since)
-        self.blocked_since[newly] = self.t
-        self.blocked += block_pg
+        block_pg = None if closed is None else np.add.reduce(wr_miss[0] * closed, axis=1)
+        if over_w is not None:
+            over_pg = np.add.reduce(over_w, axis=1)
+            block_pg = over_pg if block_pg is None else block_pg + over_pg
+        if block_pg is not None:
+            blocking = float((self.m * block_pg).sum())
+            if blocking > threads:
+                block_pg *= threads / blocking             # only so many threads to block
+            newly = (block_pg > 0) & np.isnan(self.blocked_since)
+            self.blocked_since[newly] = self.t
+            self.blocked += block_pg
 
-        w_hit, r_hit = float((M * wn * hit).sum()), float((M * rn * hit).sum())
-        w_prom, r_prom = float((M * prom_w).sum()), float((M * prom_r).sum())
-        w_miss = float((M * wn * (1 - hit)).sum())
-        w_full = float((M * wn * (1 - hit) * ~open_row).sum())
-        r_miss = float((M * rn * (1 - hit)).sum())
+        z = self._sums_after
+        m_wr = M * wr
+        np.multiply(m_wr, hit, out=z[_W_HIT:_R_HIT + 1])
+        np.multiply(m_wr, miss_frac, out=z[_W_MISS:_R_MISS + 1])
+        np.multiply(M, prom, out=z[_W_PROM:_R_PROM + 1])
+        if closed is not None:
+            np.multiply(z[_W_MISS], closed, out=z[_W_FULL])
+        if over_w is not None:
+            np.multiply(M, over_w, out=z[_OVER_W])
+        sums = np.add.reduce(z.reshape(len(z), -1), axis=1).tolist()
+        w_hit, r_hit = sums[_W_HIT], sums[_R_HIT]
+        w_prom, r_prom = sums[_W_PROM], sums[_R_PROM]
+        w_miss, r_miss = sums[_W_MISS], sums[_R_MISS]
+        w_full = 0.0 if closed is None else sums[_W_FULL]
         if sync:
-            w_px = max(w_miss - w_prom - w_full - float((M * over_w).sum()), 0.0)
+            w_over = 0.0 if over_w is None else sums[_OVER_W]
+            w_px = max(w_miss - w_prom - w_full - w_over, 0.0)
             r_px = max(r_miss - r_prom, 0.0)
             served_w, served_r = w_hit + w_prom, r_hit + r_prom
             w_lat = [(l_hit, w_hit), (l_prom_w, w_prom), (l_proxy, w_px)]
@@ -482,13 +630,22 @@ class TierSim:
             base_bytes = (w_px + r_px) * bs + promoted_bytes
         return cache_bytes, base_bytes, base_share
 
-    def _recency(self, need: float) -> np.ndarray:
-        """Per (PG, bin): the fraction of objects a miss may promote."""
+    def _eligible(self, need: float, open_row: Optional[np.ndarray]) -> Optional[np.ndarray]:
+        """Per (PG, bin): the fraction of objects a miss may promote, on
+        PGs that are not FULL; None for all of them."""
+        seen = self._recency(need)
+        if open_row is None:
+            return seen
+        return (self._ones if seen is None else seen) * open_row
+
+    def _recency(self, need: float) -> Optional[np.ndarray]:
+        """Per (PG, bin): the fraction of objects recent enough to promote;
+        None for all of them."""
         if need <= 0:
-            return np.ones_like(self.N)
+            return None
         seen = -np.expm1(-self.acc)           # in the current set at least once
-        for a in self.archives[:int(need) - 1]:
-            seen = seen * -np.expm1(-a)
+        for s in self._archives_seen[:int(need) - 1]:
+            seen = seen * s
         return seen
 
     # ----- what the mgr sees ----------------------------------------------------------
@@ -509,7 +666,10 @@ class TierSim:
     def base_stat_sum(self) -> Dict[str, Any]:
         return {k: int(v) for k, v in self.totals.base.items()}
 
+    def _pool_levels(self, rows: np.ndarray) -> Tuple[float, float]:
+        dirty, full = (np.add.reduce(self.m * self._levels(rows), axis=1) / self.P).tolist()
+        return dirty, full
+
     def pool_levels(self) -> Tuple[float, float]:
         """Pool-level dirty and fill, fractions of target (agent arithmetic)."""
-        dirty, full = self.levels()
-        return float((self.m * dirty).sum() / self.P), float((self.m * full).sum() / self.P)
+        return self._pool_levels(self._row_sums())
