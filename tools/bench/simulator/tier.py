@@ -125,9 +125,9 @@ class StepResult:
 class _DemandArrays:
     """One phase's per (PG row, bin) constants: made when the phase starts,
     not every step."""
-    share: np.ndarray             # the ops one PG of the row gets per op
-    m_share: np.ndarray           # the same times the row's PG count
-    write_read: np.ndarray        # (2, 1, 1): the write and read fractions of ops
+    share: np.ndarray             # (2, rows, bins), twice: the ops one PG gets per op
+    m_share: np.ndarray           # share[0] times the row's PG count
+    write_read: np.ndarray        # (2, rows, bins): the write and the read fraction
 
 
 class TierSim:
@@ -181,12 +181,16 @@ class TierSim:
         # What the step reuses rather than rebuilds.  numpy's cost here is
         # per call, not per element (the arrays are PG_CLASSES x bins), and
         # an array-with-array op costs half an array-with-Python-float one.
+        # Constants as whole arrays rather than broadcast, for the same reason.
         self._M = self.m[:, None]
+        self._m_pair = np.broadcast_to(self._M, (2, *self.N.shape)).copy()
         self._n_mask = self.N > 0
         self._n_positive = bool(self._n_mask.all())
         self._ones = np.ones_like(self.N)
         self._zeros = np.zeros_like(self.N)
-        self._room_objects = self.budget / self.avg
+        self._room_pg = np.full(self.G, self.budget / self.avg)
+        self._zeros_pg = np.zeros(self.G)
+        self._clean_share = np.zeros_like(self.N)
         self._sums_before = np.zeros((5, *self.N.shape))
         self._sums_after = np.zeros((8, *self.N.shape))
         self._prom = np.zeros((2, *self.N.shape))   # promoted by writes, by reads
@@ -197,6 +201,9 @@ class TierSim:
         # choose_modes' inputs when they last gave back the modes they were
         # given: the same inputs again would give the same modes and effort.
         self._settled: Optional[Tuple[bytes, bytes, bytes, float, float, float]] = None
+        self._thresholds_of: Tuple[float, ...] = ()
+        self._flush_thresholds = np.zeros((3, 2))
+        self._evict_thresholds = np.zeros(3)
 
     # ----- the mon's side ------------------------------------------------------
     def pool_set(self, var: str, val: str) -> Optional[str]:
@@ -241,6 +248,21 @@ class TierSim:
         lv = self._levels(self._row_sums())
         return lv[0].copy(), lv[1].copy()
 
+    def _thresholds(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Indexed by a PG's mode: its (dirty target, dirty high) and its full
+        target, the ratio plus the slop while the mode is IDLE, minus it
+        otherwise.  Made again only when the ratios change."""
+        r = self.ratios
+        ratios = (r.dirty, r.dirty_high, r.full)
+        if ratios != self._thresholds_of:
+            slop = r.dirty * OSD_AGENT_SLOP
+            up = [x + slop for x in ratios]
+            down = [x - slop for x in ratios]
+            self._flush_thresholds = np.array([up[:2], down[:2], down[:2]])
+            self._evict_thresholds = np.array([up[2], down[2], down[2]])
+            self._thresholds_of = ratios
+        return self._flush_thresholds, self._evict_thresholds
+
     def choose_modes(self, rows: Optional[np.ndarray] = None) -> None:
         if rows is None:
             rows = self._row_sums()
@@ -251,25 +273,28 @@ class TierSim:
             # A step's first call usually sees what its last call saw.
             return
         dirty, full = self._levels(rows)
-        slop = r.dirty * OSD_AGENT_SLOP
-        sign = np.where(self.flush_mode == FLUSH_IDLE, 1.0, -1.0)
-        target, high = r.dirty + sign * slop, r.dirty_high + sign * slop
-        low = dirty > target
+        flush_thresholds, evict_thresholds = self._thresholds()
+        over = dirty[:, None] > flush_thresholds[self.flush_mode]     # target, high
+        low = over[:, 0]
         if r.dirty <= 0:
-            low |= rows[1] > 0.5
-        flush_mode = np.where(dirty > high, FLUSH_HIGH, np.where(low, FLUSH_LOW, FLUSH_IDLE))
-        esign = np.where(self.evict_mode == EVICT_IDLE, 1.0, -1.0)
-        etarget = r.full + esign * slop
-        effort = (full - etarget) / max(1.0 - etarget.min(), 1e-6)
-        # Clipped to 0..1 and at least the minimum: the floor of the clip
-        # would only be raised again (and np.clip is slow on small arrays).
-        effort = np.maximum(np.minimum(effort, 1.0), OSD_AGENT_MIN_EVICT_EFFORT)
-        effort = np.floor(effort / OSD_AGENT_QUANTIZE_EFFORT + 1e-9) * OSD_AGENT_QUANTIZE_EFFORT
-        over_full, over_target = full > 1.0, full > etarget
-        evict_mode = np.where(over_full, EVICT_FULL, np.where(over_target, EVICT_SOME,
-                                                             EVICT_IDLE))
-        # Quantized from at least the minimum, effort is at least the minimum.
-        self.effort = np.where(over_full, 1.0, np.where(over_target, effort, 0.0))
+            low = low | (rows[1] > 0.5)
+        # IDLE < LOW < HIGH: the higher mode whose level is passed
+        flush_mode = np.maximum(low, FLUSH_HIGH * over[:, 1])
+        etarget = evict_thresholds[self.evict_mode]
+        some, over_full = full > etarget, full > 1.0
+        evict_mode = np.maximum(some, EVICT_FULL * over_full)        # IDLE < SOME < FULL
+        effort = np.zeros(self.G)
+        if np.count_nonzero(some):
+            e = (full - etarget) / max(1.0 - etarget.min(), 1e-6)
+            # Clipped to 0..1 and at least the minimum: the floor of the
+            # clip would only be raised again (and np.clip is slow on small
+            # arrays); quantized from at least the minimum, it stays so.
+            e = np.maximum(np.minimum(e, 1.0), OSD_AGENT_MIN_EVICT_EFFORT)
+            e = np.floor(e / OSD_AGENT_QUANTIZE_EFFORT + 1e-9) * OSD_AGENT_QUANTIZE_EFFORT
+            effort = np.where(some, e, 0.0)
+        if np.count_nonzero(over_full):
+            effort = np.where(over_full, 1.0, effort)
+        self.effort = effort
         settled = flush_mode.tobytes() == key[1] and evict_mode.tobytes() == key[2]
         self._settled = key if settled else None
         self.flush_mode, self.evict_mode = flush_mode, evict_mode
@@ -302,14 +327,14 @@ class TierSim:
         dirty_pg = rows[1]
         flush_pg = np.zeros(self.G)
         flushing = (self.flush_mode > 0) & (dirty_pg > 0.5)
-        paced = bool(flushing.any())   # evictions follow flush completions (see above)
+        paced = bool(np.count_nonzero(flushing))   # evictions follow flush completions (see above)
         if paced:
             quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
                 else OSD_AGENT_MAX_LOW_OPS
             flush_pg[flushing] = (self.osds * quota / flush_time * dt
                                   / float(self.m[flushing].sum()))
         flush_pg = np.minimum(flush_pg, dirty_pg)
-        flushes = bool(flush_pg.any())
+        flushes = bool(np.count_nonzero(flush_pg))
 
         # --- clients, and the base shared with the flushes -------------------------
         flush_bytes = float((self.m * flush_pg).sum()) * S if flushes else 0.0
@@ -329,7 +354,7 @@ class TierSim:
             self.D -= flushed
             self.C += flushed
             nflush = float((self.m * flushed.sum(axis=1)).sum())
-        evicts = bool(self.effort.any())
+        evicts = bool(np.count_nonzero(self.effort))
         if evicts:
             Cp = np.add.reduce(self.C, axis=1)
             evict_pg = np.minimum(self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt
@@ -381,7 +406,7 @@ class TierSim:
         FULL again once they fill its budget: as many leave as there is
         room for, the rest wait on.  True if some left (D changed)."""
         waiting = self.blocked > 0
-        if not waiting.any():
+        if not np.count_nonzero(waiting):
             res.blocked = False
             return False
         landed_any = False
@@ -433,9 +458,10 @@ class TierSim:
         if d is not self._demand or self._demand_arrays is None:
             share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]  # one PG's
             rf = d.read_fraction
+            pair = (2, *share.shape)
             self._demand_arrays = _DemandArrays(
-                share=share, m_share=self._M * share,
-                write_read=np.array([1 - rf, rf])[:, None, None])
+                share=np.broadcast_to(share, pair).copy(), m_share=self._M * share,
+                write_read=np.broadcast_to(np.array([1 - rf, rf])[:, None, None], pair).copy())
             self._demand = d      # held, so that `is` cannot match a new one at its address
         return self._demand_arrays
 
@@ -459,12 +485,12 @@ class TierSim:
         l_prom_w = lat_base + prom_w_base / bw_base * stretch_b + l_hit
 
         arrays = self._arrays_of(d)
-        share, M, C = arrays.share, self._M, self.C
+        share, M, C = arrays.share[0], self._M, self.C
         cached = C + self.D
         hit = self._per_object(cached)
         miss_frac = np.subtract(self._ones, hit)
         # rows whose PGs are FULL (None: none is, and their terms are zero)
-        closed = full_pg[:, None] if full_pg.any() else None
+        closed = full_pg[:, None] if np.count_nonzero(full_pg) else None
         open_row = None if closed is None else ~closed
         rf = d.read_fraction
         # Without hit sets every miss promotes before it is served; with
@@ -482,7 +508,7 @@ class TierSim:
         miss = share * miss_frac
         # each fate's share of all ops, before the throttle and the room
         a = self._sums_before
-        np.multiply(M, miss, out=a[_MISS])
+        np.multiply(self._m_pair[0], miss, out=a[_MISS])
         np.multiply(arrays.m_share, hit, out=a[_HIT])
         if elig_r is not None:
             np.multiply(a[_MISS], elig_r, out=a[_ELIG_R])
@@ -506,7 +532,8 @@ class TierSim:
             mean_lat = (h * l_hit + px * l_proxy) / flowing
             per_op_cache = h * bs + (pr + pw) * S
             per_op_base = px * bs + (pr + pw) * S
-        threads = max(d.threads - float((self.m * self.blocked).sum()), 0.0)
+        blocked = float((self.m * self.blocked).sum()) if np.count_nonzero(self.blocked) else 0.0
+        threads = max(d.threads - blocked, 0.0)
         n = threads * dt / max(mean_lat, 1e-6)        # closed loop (Little's law)
         if d.rate_bytes_s is not None:
             n = min(n, d.rate_bytes_s / bs * dt)
@@ -531,8 +558,8 @@ class TierSim:
                                      tier.promote_max_mib_s_per_osd * MiB / S)
         keep = 1.0 if sync or promo <= 0 else min(1.0, limit / promo)
 
-        ops = n * share
-        self.acc += self._per_object(ops)
+        ops = n * arrays.share                    # (twice)
+        self.acc += self._per_object(ops[0])
         wr = ops * arrays.write_read              # write ops, read ops
         wn = wr[0]
         wr_miss = wr * miss_frac
@@ -546,17 +573,19 @@ class TierSim:
         np.minimum(want_w, free - prom[1], out=prom[0])
         # a PG takes promotions until it is over its budget (FULL): past
         # that, a write waiting on its promotion waits on the PG
-        room = np.maximum(self._room_objects - np.add.reduce(cached, axis=1), 0.0)
+        room = np.maximum(self._room_pg - np.add.reduce(cached, axis=1), self._zeros_pg)
         want_pg = np.add.reduce(prom, axis=2)
         want = want_pg[1] + want_pg[0]
         over = want > room
         over_w = None
-        if over.any():
+        if np.count_nonzero(over):
             fit = np.divide(room, want, out=np.ones_like(room), where=over)[:, None]
             if sync:
                 over_w = prom[0] * (1 - fit)
             prom *= fit
-        clean_share = np.divide(C, cached, out=np.zeros_like(C), where=cached > 0)
+        clean_share = self._clean_share
+        clean_share.fill(0.0)
+        np.divide(C, cached, out=clean_share, where=cached > self._zeros)
         dirtied = np.minimum(wn * hit * clean_share, C)
         if sync:
             C += prom[1] - dirtied
@@ -578,10 +607,10 @@ class TierSim:
             self.blocked += block_pg
 
         z = self._sums_after
-        m_wr = M * wr
+        m_wr = self._m_pair * wr
         np.multiply(m_wr, hit, out=z[_W_HIT:_R_HIT + 1])
         np.multiply(m_wr, miss_frac, out=z[_W_MISS:_R_MISS + 1])
-        np.multiply(M, prom, out=z[_W_PROM:_R_PROM + 1])
+        np.multiply(self._m_pair, prom, out=z[_W_PROM:_R_PROM + 1])
         if closed is not None:
             np.multiply(z[_W_MISS], closed, out=z[_W_FULL])
         if over_w is not None:
