@@ -67,6 +67,13 @@ def _step_percentile(lat: Sequence[Tuple[float, float]], q: float) -> Optional[f
     return pts[min(bisect.bisect_left(sums, q * cum), len(pts) - 1)][0]
 
 
+def _columns(lat: List[Tuple[float, float]]) -> Tuple[np.ndarray, np.ndarray]:
+    """(values, weights) of a run's latency points, as arrays once rather
+    than as lists for each percentile."""
+    a = np.array(lat, dtype=float).reshape(-1, 2)
+    return a[:, 0], a[:, 1]
+
+
 def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
              log: Callable[[str], None] = lambda m: None) -> RunRecord:
     if policy.kind == 'best-static':
@@ -135,16 +142,17 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         wp99[i] = _step_percentile(res.write_lat, 0.99) or np.nan
         dirty[i], fill[i] = res.dirty, res.fill
 
-    def pct(lat: List[Tuple[float, float]], q: float) -> Optional[float]:
-        v = weighted_percentile([x for x, _ in lat], [w for _, w in lat], q)
+    def ms(v: Optional[float]) -> Optional[float]:
         return None if v is None else v * 1000.0
-    wmax = max((x for x, w in wl if w > 0), default=None)
+    wv, ww = _columns(wl)
+    wmax = float(wv[ww > 0].max()) if (ww > 0).any() else None
     metrics = {
         **throughput_stats(tput, offered, total_bytes / MiB, sc.duration_s),
-        'write_lat_ms_p50': pct(wl, 0.5), 'write_lat_ms_p99': pct(wl, 0.99),
-        'write_lat_ms_p999': pct(wl, 0.999),
-        'write_lat_ms_max': None if wmax is None else wmax * 1000.0,
-        'read_lat_ms_p99': pct(rl, 0.99),
+        'write_lat_ms_p50': ms(weighted_percentile(wv, ww, 0.5)),
+        'write_lat_ms_p99': ms(weighted_percentile(wv, ww, 0.99)),
+        'write_lat_ms_p999': ms(weighted_percentile(wv, ww, 0.999)),
+        'write_lat_ms_max': ms(wmax),
+        'read_lat_ms_p99': ms(weighted_percentile(*_columns(rl), 0.99)),
         'blocked_write_s': blocked_s,
         'flushed_bytes': sim.totals.cache['num_flush_kb'] * 1024,
         'promotes': sim.totals.cache['num_promote'],

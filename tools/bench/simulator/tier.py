@@ -167,6 +167,9 @@ class TierSim:
         self.hit_set_period = max(tier.hit_set_period_s, 1.0)
         self.hit_set_count = int(tier.hit_set_count)
         self.acc = np.zeros_like(self.N)          # accesses per object, current set
+        # only recency reads them (no hit sets, or recency 0: never)
+        self._counts_accesses = self.hit_set_count > 0 and max(
+            tier.min_read_recency, tier.min_write_recency) > 0
         self.archives: List[np.ndarray] = []      # newest first
         self._archives_seen: List[np.ndarray] = []  # 1 - exp(-archive), for _recency
         self.next_roll = self.hit_set_period
@@ -516,7 +519,9 @@ class TierSim:
             np.multiply(a[_MISS], elig_w, out=a[_ELIG_W])
         if closed is not None:
             np.multiply(a[_MISS], closed, out=a[_CLOSED])
-        sums = np.add.reduce(a.reshape(len(a), -1), axis=1).tolist()
+        used = (_CLOSED if closed is not None else _ELIG_W if elig_w is not None
+                else _ELIG_R if elig_r is not None else _HIT) + 1
+        sums = np.add.reduce(a[:used].reshape(used, -1), axis=1).tolist()
         h = sums[_HIT]
         pr = rf * sums[_MISS if elig_r is None else _ELIG_R]
         pw = (1 - rf) * sums[_MISS if elig_w is None else _ELIG_W]
@@ -559,7 +564,8 @@ class TierSim:
         keep = 1.0 if sync or promo <= 0 else min(1.0, limit / promo)
 
         ops = n * arrays.share                    # (twice)
-        self.acc += self._per_object(ops[0])
+        if self._counts_accesses:
+            self.acc += self._per_object(ops[0])
         wr = ops * arrays.write_read              # write ops, read ops
         wn = wr[0]
         wr_miss = wr * miss_frac
@@ -615,7 +621,9 @@ class TierSim:
             np.multiply(z[_W_MISS], closed, out=z[_W_FULL])
         if over_w is not None:
             np.multiply(M, over_w, out=z[_OVER_W])
-        sums = np.add.reduce(z.reshape(len(z), -1), axis=1).tolist()
+        used = (_OVER_W if over_w is not None else _W_FULL if closed is not None
+                else _R_PROM) + 1
+        sums = np.add.reduce(z[:used].reshape(used, -1), axis=1).tolist()
         w_hit, r_hit = sums[_W_HIT], sums[_R_HIT]
         w_prom, r_prom = sums[_W_PROM], sums[_R_PROM]
         w_miss, r_miss = sums[_W_MISS], sums[_R_MISS]
@@ -672,7 +680,9 @@ class TierSim:
         None for all of them."""
         if need <= 0:
             return None
-        seen = -np.expm1(-self.acc)           # in the current set at least once
+        seen = np.negative(self.acc)           # in the current set at least once:
+        np.expm1(seen, out=seen)
+        np.negative(seen, out=seen)            # 1 - exp(-acc)
         for s in self._archives_seen[:int(need) - 1]:
             seen = seen * s
         return seen
