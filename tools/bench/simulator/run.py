@@ -1,6 +1,7 @@
 """Run one scenario under one policy on the simulator: a RunRecord."""
 
 import bisect
+import math
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -106,11 +107,12 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
             driver.tick(mono=-k * TIERTUNE_SLEEP_INTERVAL_S,
                         wall=1.7e9 - k * TIERTUNE_SLEEP_INTERVAL_S)
     steps = int(np.ceil(sc.duration_s / STEP_S))
-    tput = np.zeros(steps)
-    offered = np.zeros(steps, dtype=bool)
-    dirty = np.zeros(steps)
-    fill = np.zeros(steps)
-    wp99 = np.full(steps, np.nan)
+    # per step, as lists (cheaper to fill than arrays item by item)
+    tput: List[float] = []
+    offered: List[bool] = []
+    dirty: List[float] = []
+    fill: List[float] = []
+    wp99: List[float] = []
     wl: List[Tuple[float, float]] = []
     rl: List[Tuple[float, float]] = []
     blocked_s = 0.0
@@ -131,16 +133,17 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
             changes.append({'t': t, 'dirty': r.dirty, 'dirty_high': r.dirty_high,
                             'full': r.full})
         res = sim.step(STEP_S, timeline.at(t))
-        tput[i] = res.bytes_done / STEP_S / MiB
-        offered[i] = res.offered
+        tput.append(res.bytes_done / STEP_S / MiB)
+        offered.append(res.offered)
         total_bytes += res.bytes_done
         ops += res.ops_done
         hits += res.ops_hit
         wl += res.write_lat
         rl += res.read_lat
         blocked_s += STEP_S if res.blocked else 0.0
-        wp99[i] = _step_percentile(res.write_lat, 0.99) or np.nan
-        dirty[i], fill[i] = res.dirty, res.fill
+        wp99.append(_step_percentile(res.write_lat, 0.99) or math.nan)
+        dirty.append(res.dirty)
+        fill.append(res.fill)
 
     def ms(v: Optional[float]) -> Optional[float]:
         return None if v is None else v * 1000.0
@@ -159,7 +162,7 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         'hit_ratio': hits / ops if ops > 0 else None,
         'ratio_changes': applied,
     }
-    series = _aggregate(steps, tput, wp99, dirty, fill)
+    series = _aggregate(steps, np.array(tput), np.array(wp99), np.array(dirty), np.array(fill))
     return RunRecord(
         scenario=sc.name, policy=policy.name, backend='sim', metrics=metrics, series=series,
         ratio_changes=changes,

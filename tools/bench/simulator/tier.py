@@ -205,6 +205,10 @@ class TierSim:
         # given: the same inputs again would give the same modes and effort.
         self._settled: Optional[Tuple[bytes, bytes, bytes, float, float, float]] = None
         self._thresholds_of: Tuple[float, ...] = ()
+        # choose_modes' outputs besides the modes: which PGs are FULL, and
+        # whether any is, or is in a flush mode
+        self._full_pg = np.zeros(self.G, dtype=bool)
+        self._any_full = self._any_flush_mode = False
         self._flush_thresholds = np.zeros((3, 2))
         self._evict_thresholds = np.zeros(3)
 
@@ -287,6 +291,8 @@ class TierSim:
         some, over_full = full > etarget, full > 1.0
         evict_mode = np.maximum(some, EVICT_FULL * over_full)        # IDLE < SOME < FULL
         effort = np.zeros(self.G)
+        self._full_pg, self._any_full = over_full, bool(np.count_nonzero(over_full))
+        self._any_flush_mode = bool(np.count_nonzero(flush_mode))
         if np.count_nonzero(some):
             e = (full - etarget) / max(1.0 - etarget.min(), 1e-6)
             # Clipped to 0..1 and at least the minimum: the floor of the
@@ -295,7 +301,7 @@ class TierSim:
             e = np.maximum(np.minimum(e, 1.0), OSD_AGENT_MIN_EVICT_EFFORT)
             e = np.floor(e / OSD_AGENT_QUANTIZE_EFFORT + 1e-9) * OSD_AGENT_QUANTIZE_EFFORT
             effort = np.where(some, e, 0.0)
-        if np.count_nonzero(over_full):
+        if self._any_full:
             effort = np.where(over_full, 1.0, effort)
         self.effort = effort
         settled = flush_mode.tobytes() == key[1] and evict_mode.tobytes() == key[2]
@@ -316,7 +322,6 @@ class TierSim:
         bw_cache = sim.cache_bandwidth_mib_s * MiB
         lat_base = sim.base_latency_ms / 1000.0
         S = self.S
-        full_pg = self.evict_mode == EVICT_FULL
 
         # --- flush capacity (agent ops) ---------------------------------------
         # Unstretched: the flushes' own load on the base is what the
@@ -328,16 +333,21 @@ class TierSim:
         # any PG HIGH every OSD has one, and the flushing PGs share the
         # OSDs' in-flight ops evenly.
         dirty_pg = rows[1]
-        flush_pg = np.zeros(self.G)
-        flushing = (self.flush_mode > 0) & (dirty_pg > 0.5)
-        paced = bool(np.count_nonzero(flushing))   # evictions follow flush completions (see above)
-        if paced:
-            quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
-                else OSD_AGENT_MAX_LOW_OPS
-            flush_pg[flushing] = (self.osds * quota / flush_time * dt
-                                  / float(self.m[flushing].sum()))
-        flush_pg = np.minimum(flush_pg, dirty_pg)
-        flushes = bool(np.count_nonzero(flush_pg))
+        flush_pg = self._zeros_pg
+        paced = flushes = False     # evictions follow flush completions (see above)
+        # (with no PG in a flush mode, flush_pg is 0 unless a PG's dirty sum
+        # is below 0, which the arithmetic below would carry through)
+        if self._any_flush_mode or np.minimum.reduce(dirty_pg) < 0:
+            flush_pg = np.zeros(self.G)
+            flushing = (self.flush_mode > 0) & (dirty_pg > 0.5)
+            paced = bool(np.count_nonzero(flushing))
+            if paced:
+                quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
+                    else OSD_AGENT_MAX_LOW_OPS
+                flush_pg[flushing] = (self.osds * quota / flush_time * dt
+                                      / float(self.m[flushing].sum()))
+            flush_pg = np.minimum(flush_pg, dirty_pg)
+            flushes = bool(np.count_nonzero(flush_pg))
 
         # --- clients, and the base shared with the flushes -------------------------
         flush_bytes = float((self.m * flush_pg).sum()) * S if flushes else 0.0
@@ -345,6 +355,7 @@ class TierSim:
         base_share = min(1.0, bw_base * dt / flush_bytes) if flush_bytes > 0 else 1.0
         if d.active:
             res.offered = True
+            full_pg = self._full_pg if self._any_full else None
             cache_bytes, base_bytes, base_share = self._clients(dt, d, full_pg, flush_bytes, res)
 
         # --- flush and evict -----------------------------------------------------
@@ -371,16 +382,17 @@ class TierSim:
             evicted = self.C * efrac[:, None]
             self.C -= evicted
             nevict = float((self.m * evicted.sum(axis=1)).sum())
-        c = self.totals.cache
-        c['num_flush'] += nflush
-        c['num_flush_kb'] += nflush * S / 1024
-        c['num_evict'] += nevict
-        c['num_evict_kb'] += nevict * S / 1024
-        b = self.totals.base
-        b['num_write'] += nflush
-        b['num_write_kb'] += nflush * S / 1024
-        base_bytes += nflush * S
-        cache_bytes += nflush * S
+        if flushes or evicts:
+            c = self.totals.cache
+            c['num_flush'] += nflush
+            c['num_flush_kb'] += nflush * S / 1024
+            c['num_evict'] += nevict
+            c['num_evict_kb'] += nevict * S / 1024
+            b = self.totals.base
+            b['num_write'] += nflush
+            b['num_write_kb'] += nflush * S / 1024
+            base_bytes += nflush * S
+            cache_bytes += nflush * S
 
         # --- blocked writes leave with their PG's FULL mode ------------------------
         if d.active or flushes or evicts:
@@ -408,12 +420,11 @@ class TierSim:
         and lands dirty, and the PG, checking its mode on every op, goes
         FULL again once they fill its budget: as many leave as there is
         room for, the rest wait on.  True if some left (D changed)."""
-        waiting = self.blocked > 0
-        if not np.count_nonzero(waiting):
+        if not np.count_nonzero(self.blocked):
             res.blocked = False
             return False
         landed_any = False
-        waiting &= self.evict_mode != EVICT_FULL
+        waiting = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
         if waiting.any():
             cached = self.C + self.D
             room = np.maximum(self.budget / self.avg - cached.sum(axis=1), 0.0)
@@ -468,7 +479,7 @@ class TierSim:
             self._demand = d      # held, so that `is` cannot match a new one at its address
         return self._demand_arrays
 
-    def _clients(self, dt: float, d: Demand, full_pg: np.ndarray, flush_bytes: float,
+    def _clients(self, dt: float, d: Demand, full_pg: Optional[np.ndarray], flush_bytes: float,
                  res: StepResult) -> Tuple[float, float, float]:
         """The clients' ops for one step: what they hit, promote, proxy or
         block on.  Returns (cache bytes, base bytes, the share of the
@@ -493,7 +504,7 @@ class TierSim:
         hit = self._per_object(cached)
         miss_frac = np.subtract(self._ones, hit)
         # rows whose PGs are FULL (None: none is, and their terms are zero)
-        closed = full_pg[:, None] if np.count_nonzero(full_pg) else None
+        closed = None if full_pg is None else full_pg[:, None]
         open_row = None if closed is None else ~closed
         rf = d.read_fraction
         # Without hit sets every miss promotes before it is served; with
@@ -689,18 +700,19 @@ class TierSim:
 
     # ----- what the mgr sees ----------------------------------------------------------
     def stat_sum(self) -> Dict[str, Any]:
-        objects = float((self.m * (self.C.sum(axis=1) + self.D.sum(axis=1))).sum())
+        clean, dirty = self._row_sums()
+        objects = float((self.m * (clean + dirty)).sum())
+        # PGs per mode (whole numbers: exact in any order)
+        flush = np.bincount(self.flush_mode, weights=self.m, minlength=3).tolist()
+        evict = np.bincount(self.evict_mode, weights=self.m, minlength=3).tolist()
         s: Dict[str, Any] = {k: int(v) for k, v in self.totals.cache.items()}
         s.update(num_objects=int(round(objects)), num_bytes=int(round(objects * self.S)),
-                 num_objects_dirty=int(round(float((self.m * self.D.sum(axis=1)).sum()))),
-                 num_flush_mode_high=self._pgs(self.flush_mode == FLUSH_HIGH),
-                 num_flush_mode_low=self._pgs(self.flush_mode == FLUSH_LOW),
-                 num_evict_mode_some=self._pgs(self.evict_mode == EVICT_SOME),
-                 num_evict_mode_full=self._pgs(self.evict_mode == EVICT_FULL))
+                 num_objects_dirty=int(round(float((self.m * dirty).sum()))),
+                 num_flush_mode_high=int(flush[FLUSH_HIGH]),
+                 num_flush_mode_low=int(flush[FLUSH_LOW]),
+                 num_evict_mode_some=int(evict[EVICT_SOME]),
+                 num_evict_mode_full=int(evict[EVICT_FULL]))
         return s
-
-    def _pgs(self, rows: np.ndarray) -> int:
-        return int(self.m[rows].sum())
 
     def base_stat_sum(self) -> Dict[str, Any]:
         return {k: int(v) for k, v in self.totals.base.items()}
