@@ -3,7 +3,7 @@
 import bisect
 import math
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 from policies import (
@@ -145,17 +145,19 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         dirty.append(res.dirty)
         fill.append(res.fill)
 
-    def ms(v: Optional[float]) -> Optional[float]:
-        return None if v is None else v * 1000.0
+    def pct(v: np.ndarray, w: np.ndarray, q: float) -> Optional[float]:
+        # weighted_percentile takes any array-like (it starts with np.asarray)
+        p = weighted_percentile(cast(Sequence[float], v), cast(Sequence[float], w), q)
+        return None if p is None else p * 1000.0
     wv, ww = _columns(wl)
+    rv, rw = _columns(rl)
     wmax = float(wv[ww > 0].max()) if (ww > 0).any() else None
     metrics = {
         **throughput_stats(tput, offered, total_bytes / MiB, sc.duration_s),
-        'write_lat_ms_p50': ms(weighted_percentile(wv, ww, 0.5)),
-        'write_lat_ms_p99': ms(weighted_percentile(wv, ww, 0.99)),
-        'write_lat_ms_p999': ms(weighted_percentile(wv, ww, 0.999)),
-        'write_lat_ms_max': ms(wmax),
-        'read_lat_ms_p99': ms(weighted_percentile(*_columns(rl), 0.99)),
+        'write_lat_ms_p50': pct(wv, ww, 0.5), 'write_lat_ms_p99': pct(wv, ww, 0.99),
+        'write_lat_ms_p999': pct(wv, ww, 0.999),
+        'write_lat_ms_max': None if wmax is None else wmax * 1000.0,
+        'read_lat_ms_p99': pct(rv, rw, 0.99),
         'blocked_write_s': blocked_s,
         'flushed_bytes': sim.totals.cache['num_flush_kb'] * 1024,
         'promotes': sim.totals.cache['num_promote'],
