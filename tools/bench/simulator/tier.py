@@ -215,6 +215,7 @@ class TierSim:
         # whether any is, or is in a flush mode
         self._full_pg = np.zeros(self.G, dtype=bool)
         self._any_full = self._any_flush_mode = False
+        self._all_idle = np.zeros(self.G, dtype=int).tobytes()     # modes' bytes, all IDLE
         self._flush_thresholds = np.zeros((3, 2))
         self._evict_thresholds = np.zeros(3)
 
@@ -285,7 +286,21 @@ class TierSim:
         if key == self._settled:
             # A step's first call usually sees what its last call saw.
             return
-        dirty, full = self._levels(rows)
+        lv = self._levels(rows)
+        if key[1] == key[2] == self._all_idle and r.dirty > 0:
+            # Most calls find every PG IDLE.  They all stay so unless one
+            # passes a threshold (the ratio plus the slop), which the
+            # highest levels tell at the cost of one call.
+            top_dirty, top_full = np.maximum.reduce(lv, axis=1).tolist()
+            slop = r.dirty * OSD_AGENT_SLOP
+            if (top_dirty <= r.dirty + slop and top_dirty <= r.dirty_high + slop
+                    and top_full <= r.full + slop and top_full <= 1.0):
+                self.effort = np.zeros(self.G)
+                self._full_pg = np.zeros(self.G, dtype=bool)
+                self._any_full = self._any_flush_mode = False
+                self._settled = key
+                return
+        dirty, full = lv
         flush_thresholds, evict_thresholds = self._thresholds()
         over = dirty[:, None] > flush_thresholds[self.flush_mode]     # target, high
         low = over[:, 0]
