@@ -1,7 +1,9 @@
 """Run one scenario under one policy on the simulator: a RunRecord."""
 
+import bisect
+import math
 import time
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 from policies import (
@@ -52,6 +54,28 @@ def _clairvoyant_target(sc: Scenario, t: float) -> float:
     return CLAIRVOYANT_CEILING if writes else CLAIRVOYANT_FLOOR
 
 
+def _step_percentile(lat: Sequence[Tuple[float, float]], q: float) -> Optional[float]:
+    """record.weighted_percentile of one step's few (value, weight) points,
+    in plain Python: numpy's per-call cost is most of a step's.  The same
+    arithmetic (a stable sort by value, running sums of the weights, the
+    first at or above q of the total), so the same number."""
+    pts = sorted((p for p in lat if p[1] > 0), key=lambda p: p[0])
+    if not pts:
+        return None
+    cum, sums = 0.0, []
+    for _, w in pts:
+        cum += w
+        sums.append(cum)
+    return pts[min(bisect.bisect_left(sums, q * cum), len(pts) - 1)][0]
+
+
+def _columns(lat: List[Tuple[float, float]]) -> Tuple[np.ndarray, np.ndarray]:
+    """(values, weights) of a run's latency points, as arrays once rather
+    than as lists for each percentile."""
+    a = np.array(lat, dtype=float).reshape(-1, 2)
+    return a[:, 0], a[:, 1]
+
+
 def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
              log: Callable[[str], None] = lambda m: None) -> RunRecord:
     if policy.kind == 'best-static':
@@ -89,11 +113,12 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
     changes: List[Dict[str, float]] = [{'t': 0.0, 'dirty': r0.dirty,
                                         'dirty_high': r0.dirty_high, 'full': r0.full}]
     steps = int(np.ceil(sc.duration_s / STEP_S))
-    tput = np.zeros(steps)
-    offered = np.zeros(steps, dtype=bool)
-    dirty = np.zeros(steps)
-    fill = np.zeros(steps)
-    wp99 = np.full(steps, np.nan)
+    # per step, as lists (cheaper to fill than arrays item by item)
+    tput: List[float] = []
+    offered: List[bool] = []
+    dirty: List[float] = []
+    fill: List[float] = []
+    wp99: List[float] = []
     wl: List[Tuple[float, float]] = []
     rl: List[Tuple[float, float]] = []
     blocked_s = 0.0
@@ -114,35 +139,38 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
             changes.append({'t': t, 'dirty': r.dirty, 'dirty_high': r.dirty_high,
                             'full': r.full})
         res = sim.step(STEP_S, timeline.at(t))
-        tput[i] = res.bytes_done / STEP_S / MiB
-        offered[i] = res.offered
+        tput.append(res.bytes_done / STEP_S / MiB)
+        offered.append(res.offered)
         total_bytes += res.bytes_done
         ops += res.ops_done
         hits += res.ops_hit
         wl += res.write_lat
         rl += res.read_lat
         blocked_s += STEP_S if res.blocked else 0.0
-        wp99[i] = weighted_percentile([x for x, _ in res.write_lat],
-                                      [w for _, w in res.write_lat], 0.99) or np.nan
-        dirty[i], fill[i] = sim.pool_levels()
+        wp99.append(_step_percentile(res.write_lat, 0.99) or math.nan)
+        dirty.append(res.dirty)
+        fill.append(res.fill)
 
-    def pct(lat: List[Tuple[float, float]], q: float) -> Optional[float]:
-        v = weighted_percentile([x for x, _ in lat], [w for _, w in lat], q)
-        return None if v is None else v * 1000.0
-    wmax = max((x for x, w in wl if w > 0), default=None)
+    def pct(v: np.ndarray, w: np.ndarray, q: float) -> Optional[float]:
+        # weighted_percentile takes any array-like (it starts with np.asarray)
+        p = weighted_percentile(cast(Sequence[float], v), cast(Sequence[float], w), q)
+        return None if p is None else p * 1000.0
+    wv, ww = _columns(wl)
+    rv, rw = _columns(rl)
+    wmax = float(wv[ww > 0].max()) if (ww > 0).any() else None
     metrics = {
         **throughput_stats(tput, offered, total_bytes / MiB, sc.duration_s),
-        'write_lat_ms_p50': pct(wl, 0.5), 'write_lat_ms_p99': pct(wl, 0.99),
-        'write_lat_ms_p999': pct(wl, 0.999),
+        'write_lat_ms_p50': pct(wv, ww, 0.5), 'write_lat_ms_p99': pct(wv, ww, 0.99),
+        'write_lat_ms_p999': pct(wv, ww, 0.999),
         'write_lat_ms_max': None if wmax is None else wmax * 1000.0,
-        'read_lat_ms_p99': pct(rl, 0.99),
+        'read_lat_ms_p99': pct(rv, rw, 0.99),
         'blocked_write_s': blocked_s,
         'flushed_bytes': sim.totals.cache['num_flush_kb'] * 1024,
         'promotes': sim.totals.cache['num_promote'],
         'hit_ratio': hits / ops if ops > 0 else None,
         'ratio_changes': applied,
     }
-    series = _aggregate(steps, tput, wp99, dirty, fill)
+    series = _aggregate(steps, np.array(tput), np.array(wp99), np.array(dirty), np.array(fill))
     return RunRecord(
         scenario=sc.name, policy=policy.name, backend='sim', metrics=metrics, series=series,
         ratio_changes=changes,

@@ -31,6 +31,12 @@ Clients: closed loop (threads ops in flight, each waiting for the last) or
 open loop at a fixed rate (still at most threads in flight, as fio does).
 Latency per op class = fixed latency + transfer time / (1 - utilization)
 of the device it waits on (M/M/1-like stretch, utilization capped).
+
+Speed: the arrays are small (PG_CLASSES rows x ~50 bins), so a step costs
+what its numpy calls cost, not its arithmetic.  The step keeps its calls
+few (reused sums, batched reductions, work skipped when it could only add
+zeros) while doing the same floating-point operations in the same order:
+a run gives the same numbers, bit for bit, as the plain version did.
 """
 
 import math
@@ -100,6 +106,14 @@ class Totals:
         ('num_read', 'num_read_kb', 'num_write', 'num_write_kb'), 0.0))
 
 
+# Slots of the batched M-weighted sums in TierSim._clients.  One reduction
+# sums every slot: numpy sums each contiguous slot pairwise just as it sums
+# that array on its own, so the figures are the same numbers as one .sum()
+# per figure, for one call instead of several.
+_MISS, _HIT, _ELIG_R, _ELIG_W, _CLOSED = range(5)                  # before the op count
+_W_HIT, _R_HIT, _W_MISS, _R_MISS, _W_PROM, _R_PROM, _W_FULL, _OVER_W = range(8)   # after
+
+
 @dataclass
 class StepResult:
     """What one step did, for the metrics."""
@@ -110,6 +124,17 @@ class StepResult:
     write_lat: List[Tuple[float, float]] = field(default_factory=list)  # (seconds, ops)
     read_lat: List[Tuple[float, float]] = field(default_factory=list)
     blocked: bool = False
+    dirty: float = 0.0            # pool_levels() at the end of the step
+    fill: float = 0.0
+
+
+@dataclass(frozen=True)
+class _DemandArrays:
+    """One phase's per (PG row, bin) constants: made when the phase starts,
+    not every step."""
+    share: np.ndarray             # (2, rows, bins), twice: the ops one PG gets per op
+    m_share: np.ndarray           # share[0] times the row's PG count
+    write_read: np.ndarray        # (2, rows, bins): the write and the read fraction
 
 
 class TierSim:
@@ -137,8 +162,11 @@ class TierSim:
         self.w /= float((self.m * self.w).sum())
         self.G = self.m.size
         self.N = np.outer(self.w, bins.sizes)        # objects per (PG of the row, bin)
-        self.C = np.zeros_like(self.N)                        # cached clean
-        self.D = np.zeros_like(self.N)                        # cached dirty
+        # Clean and dirty side by side, so that one reduction gives both
+        # per-PG sums; C and D are views (assign into them, do not rebind).
+        self._cd = np.zeros((2, *self.N.shape))
+        self.C = self._cd[0]                                  # cached clean
+        self.D = self._cd[1]                                  # cached dirty
         self.flush_mode = np.zeros(self.G, dtype=int)
         self.evict_mode = np.zeros(self.G, dtype=int)
         self.effort = np.zeros(self.G)
@@ -146,7 +174,11 @@ class TierSim:
         self.hit_set_period = max(tier.hit_set_period_s, 1.0)
         self.hit_set_count = int(tier.hit_set_count)
         self.acc = np.zeros_like(self.N)          # accesses per object, current set
+        # only recency reads them (no hit sets, or recency 0: never)
+        self._counts_accesses = self.hit_set_count > 0 and max(
+            tier.min_read_recency, tier.min_write_recency) > 0
         self.archives: List[np.ndarray] = []      # newest first
+        self._archives_seen: List[np.ndarray] = []  # 1 - exp(-archive), for _recency
         self.next_roll = self.hit_set_period
         self.blocked = np.zeros(self.G)           # write ops waiting, per PG of the row
         self.blocked_since = np.full(self.G, math.nan)
@@ -156,6 +188,37 @@ class TierSim:
         self.t = 0.0
         self.epoch = 1
         self.last_change_epoch = 1
+        # What the step reuses rather than rebuilds.  numpy's cost here is
+        # per call, not per element (the arrays are PG_CLASSES x bins), and
+        # an array-with-array op costs half an array-with-Python-float one.
+        # Constants as whole arrays rather than broadcast, for the same reason.
+        self._M = self.m[:, None]
+        self._m_pair = np.broadcast_to(self._M, (2, *self.N.shape)).copy()
+        self._n_mask = self.N > 0
+        self._n_positive = bool(self._n_mask.all())
+        self._ones = np.ones_like(self.N)
+        self._zeros = np.zeros_like(self.N)
+        self._room_pg = np.full(self.G, self.budget / self.avg)
+        self._zeros_pg = np.zeros(self.G)
+        self._clean_share = np.zeros_like(self.N)
+        self._sums_before = np.zeros((5, *self.N.shape))
+        self._sums_after = np.zeros((8, *self.N.shape))
+        self._prom = np.zeros((2, *self.N.shape))   # promoted by writes, by reads
+        self._demand: Optional[Demand] = None
+        self._demand_arrays: Optional[_DemandArrays] = None
+        self._levels_of = b''                       # _row_sums() bytes the levels are of
+        self._levels_cache = np.zeros((2, self.G))
+        # choose_modes' inputs when they last gave back the modes they were
+        # given: the same inputs again would give the same modes and effort.
+        self._settled: Optional[Tuple[bytes, bytes, bytes, float, float, float]] = None
+        self._thresholds_of: Tuple[float, ...] = ()
+        # choose_modes' outputs besides the modes: which PGs are FULL, and
+        # whether any is, or is in a flush mode
+        self._full_pg = np.zeros(self.G, dtype=bool)
+        self._any_full = self._any_flush_mode = False
+        self._all_idle = np.zeros(self.G, dtype=int).tobytes()     # modes' bytes, all IDLE
+        self._flush_thresholds = np.zeros((3, 2))
+        self._evict_thresholds = np.zeros(3)
 
     # ----- the mon's side ------------------------------------------------------
     def pool_set(self, var: str, val: str) -> Optional[str]:
@@ -178,45 +241,113 @@ class TierSim:
         return None
 
     # ----- the agent -------------------------------------------------------------
+    def _row_sums(self) -> np.ndarray:
+        """(clean, dirty) objects per PG of each row."""
+        return np.add.reduce(self._cd, axis=2)
+
+    def _levels(self, rows: np.ndarray) -> np.ndarray:
+        """(dirty, full) per PG as fractions of its budget (agent arithmetic),
+        from _row_sums(); kept for the same sums, as the step asks twice."""
+        key = rows.tobytes()
+        if key != self._levels_of:
+            lv = np.empty_like(rows)
+            lv[0] = rows[1]
+            np.add(rows[0], rows[1], out=lv[1])
+            lv *= self.avg
+            lv /= self.budget
+            self._levels_of, self._levels_cache = key, lv
+        return self._levels_cache
+
     def levels(self) -> Tuple[np.ndarray, np.ndarray]:
         """Per PG dirty and full as fractions of its budget (agent arithmetic)."""
-        dirty = self.D.sum(axis=1) * self.avg / self.budget
-        full = (self.C.sum(axis=1) + self.D.sum(axis=1)) * self.avg / self.budget
-        return dirty, full
+        lv = self._levels(self._row_sums())
+        return lv[0].copy(), lv[1].copy()
 
-    def choose_modes(self) -> None:
-        dirty, full = self.levels()
+    def _thresholds(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Indexed by a PG's mode: its (dirty target, dirty high) and its full
+        target, the ratio plus the slop while the mode is IDLE, minus it
+        otherwise.  Made again only when the ratios change."""
         r = self.ratios
-        slop = r.dirty * OSD_AGENT_SLOP
-        sign = np.where(self.flush_mode == FLUSH_IDLE, 1.0, -1.0)
-        target, high = r.dirty + sign * slop, r.dirty_high + sign * slop
-        has_dirty = self.D.sum(axis=1) > 0.5
-        self.flush_mode = np.where(dirty > high, FLUSH_HIGH,
-                                   np.where((dirty > target) | ((r.dirty <= 0) & has_dirty),
-                                            FLUSH_LOW, FLUSH_IDLE))
-        # The evict slop scales with the full ratio (PrimaryLogPG::
-        # agent_choose_mode: evict_slop = evict_target * osd_agent_slop).
-        esign = np.where(self.evict_mode == EVICT_IDLE, 1.0, -1.0)
-        etarget = r.full + esign * r.full * OSD_AGENT_SLOP
-        effort = np.clip((full - etarget) / max(1.0 - etarget.min(), 1e-6), 0.0, 1.0)
-        effort = np.maximum(effort, OSD_AGENT_MIN_EVICT_EFFORT)
-        effort = np.floor(effort / OSD_AGENT_QUANTIZE_EFFORT + 1e-9) * OSD_AGENT_QUANTIZE_EFFORT
-        self.evict_mode = np.where(full > 1.0, EVICT_FULL,
-                                   np.where(full > etarget, EVICT_SOME, EVICT_IDLE))
-        self.effort = np.where(self.evict_mode == EVICT_FULL, 1.0,
-                               np.where(self.evict_mode == EVICT_SOME,
-                                        np.maximum(effort, OSD_AGENT_MIN_EVICT_EFFORT), 0.0))
+        ratios = (r.dirty, r.dirty_high, r.full)
+        if ratios != self._thresholds_of:
+            # The flush slop is the dirty ratio's, the evict slop the full
+            # ratio's (agent_choose_mode: evict_slop = evict_target *
+            # osd_agent_slop).
+            slop = r.dirty * OSD_AGENT_SLOP
+            eslop = r.full * OSD_AGENT_SLOP
+            up = [x + slop for x in ratios[:2]]
+            down = [x - slop for x in ratios[:2]]
+            self._flush_thresholds = np.array([up, down, down])
+            self._evict_thresholds = np.array([r.full + eslop, r.full - eslop, r.full - eslop])
+            self._thresholds_of = ratios
+        return self._flush_thresholds, self._evict_thresholds
+
+    def choose_modes(self, rows: Optional[np.ndarray] = None) -> None:
+        if rows is None:
+            rows = self._row_sums()
+        r = self.ratios
+        key = (rows.tobytes(), self.flush_mode.tobytes(), self.evict_mode.tobytes(),
+               r.dirty, r.dirty_high, r.full)
+        if key == self._settled:
+            # A step's first call usually sees what its last call saw.
+            return
+        lv = self._levels(rows)
+        if key[1] == key[2] == self._all_idle and r.dirty > 0:
+            # Most calls find every PG IDLE.  They all stay so unless one
+            # passes a threshold (the ratio plus the slop), which the
+            # highest levels tell at the cost of one call.
+            top_dirty, top_full = np.maximum.reduce(lv, axis=1).tolist()
+            slop = r.dirty * OSD_AGENT_SLOP
+            if (top_dirty <= r.dirty + slop and top_dirty <= r.dirty_high + slop
+                    and top_full <= r.full + r.full * OSD_AGENT_SLOP and top_full <= 1.0):
+                self.effort = np.zeros(self.G)
+                self._full_pg = np.zeros(self.G, dtype=bool)
+                self._any_full = self._any_flush_mode = False
+                self._settled = key
+                return
+        dirty, full = lv
+        flush_thresholds, evict_thresholds = self._thresholds()
+        over = dirty[:, None] > flush_thresholds[self.flush_mode]     # target, high
+        low = over[:, 0]
+        if r.dirty <= 0:
+            low = low | (rows[1] > 0.5)
+        # IDLE < LOW < HIGH: the higher mode whose level is passed
+        flush_mode = np.maximum(low, FLUSH_HIGH * over[:, 1])
+        etarget = evict_thresholds[self.evict_mode]
+        some, over_full = full > etarget, full > 1.0
+        evict_mode = np.maximum(some, EVICT_FULL * over_full)        # IDLE < SOME < FULL
+        effort = np.zeros(self.G)
+        self._full_pg, self._any_full = over_full, bool(np.count_nonzero(over_full))
+        self._any_flush_mode = bool(np.count_nonzero(flush_mode))
+        if np.count_nonzero(some):
+            e = (full - etarget) / max(1.0 - etarget.min(), 1e-6)
+            # Clipped to 0..1 and at least the minimum: the floor of the
+            # clip would only be raised again (and np.clip is slow on small
+            # arrays); quantized from at least the minimum, it stays so.
+            e = np.maximum(np.minimum(e, 1.0), OSD_AGENT_MIN_EVICT_EFFORT)
+            e = np.floor(e / OSD_AGENT_QUANTIZE_EFFORT + 1e-9) * OSD_AGENT_QUANTIZE_EFFORT
+            effort = np.where(some, e, 0.0)
+        if self._any_full:
+            effort = np.where(over_full, 1.0, effort)
+        self.effort = effort
+        settled = flush_mode.tobytes() == key[1] and evict_mode.tobytes() == key[2]
+        self._settled = key if settled else None
+        self.flush_mode, self.evict_mode = flush_mode, evict_mode
 
     # ----- one step ----------------------------------------------------------------
+    # Work that could only add zeros or multiply by one is skipped (nothing
+    # to flush, no PG evicting or FULL, no promotion over a PG's room, no
+    # throttle, no write waiting): it would leave every count as it is.
+    # (The counts never hold -0.0, the one value that adding +0.0 changes.)
     def step(self, dt: float, d: Demand) -> StepResult:
-        self.choose_modes()
+        rows = self._row_sums()
+        self.choose_modes(rows)
         res = StepResult()
         sim = self.sc.sim
         bw_base = sim.base_bandwidth_mib_s * MiB
         bw_cache = sim.cache_bandwidth_mib_s * MiB
         lat_base = sim.base_latency_ms / 1000.0
         S = self.S
-        full_pg = self.evict_mode == EVICT_FULL
 
         # --- flush capacity (agent ops) ---------------------------------------
         # Unstretched: the flushes' own load on the base is what the
@@ -227,61 +358,75 @@ class TierSim:
         # The quota is per OSD and the rows' PGs spread over all OSDs: with
         # any PG HIGH every OSD has one, and the flushing PGs share the
         # OSDs' in-flight ops evenly.
-        flush_pg = np.zeros(self.G)
-        flushing = (self.flush_mode > 0) & (self.D.sum(axis=1) > 0.5)
-        paced = False      # evictions follow flush completions (see above)
-        if flushing.any():
-            paced = True
-            quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
-                else OSD_AGENT_MAX_LOW_OPS
-            flush_pg[flushing] = (self.osds * quota / flush_time * dt
-                                  / float(self.m[flushing].sum()))
-        flush_pg = np.minimum(flush_pg, self.D.sum(axis=1))
+        dirty_pg = rows[1]
+        flush_pg = self._zeros_pg
+        paced = flushes = False     # evictions follow flush completions (see above)
+        # (with no PG in a flush mode, flush_pg is 0 unless a PG's dirty sum
+        # is below 0, which the arithmetic below would carry through)
+        if self._any_flush_mode or np.minimum.reduce(dirty_pg) < 0:
+            flush_pg = np.zeros(self.G)
+            flushing = (self.flush_mode > 0) & (dirty_pg > 0.5)
+            paced = bool(np.count_nonzero(flushing))
+            if paced:
+                quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
+                    else OSD_AGENT_MAX_LOW_OPS
+                flush_pg[flushing] = (self.osds * quota / flush_time * dt
+                                      / float(self.m[flushing].sum()))
+            flush_pg = np.minimum(flush_pg, dirty_pg)
+            flushes = bool(np.count_nonzero(flush_pg))
 
         # --- clients, and the base shared with the flushes -------------------------
-        flush_bytes = float((self.m * flush_pg).sum()) * S
+        flush_bytes = float((self.m * flush_pg).sum()) * S if flushes else 0.0
         base_bytes = cache_bytes = 0.0
         base_share = min(1.0, bw_base * dt / flush_bytes) if flush_bytes > 0 else 1.0
         if d.active:
             res.offered = True
+            full_pg = self._full_pg if self._any_full else None
             cache_bytes, base_bytes, base_share = self._clients(dt, d, full_pg, flush_bytes, res)
-        flush_pg *= base_share
 
         # --- flush and evict -----------------------------------------------------
-        Dp = self.D.sum(axis=1)
-        with np.errstate(invalid='ignore', divide='ignore'):
-            frac = np.where(Dp > 0, flush_pg / Dp, 0.0)
-        flushed = self.D * frac[:, None]
-        self.D -= flushed
-        self.C += flushed
-        nflush = float((self.m * flushed.sum(axis=1)).sum())
-        Cp = self.C.sum(axis=1)
-        evict_pg = np.minimum(self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt
-                              * self.osds / self.P, Cp)
-        if paced:
-            allowed = EVICTS_PER_FLUSH_COMPLETION * nflush
-            wanted = float((self.m * evict_pg).sum())
-            if wanted > allowed:
-                evict_pg = evict_pg * (allowed / wanted)
-        with np.errstate(invalid='ignore', divide='ignore'):
-            efrac = np.where(Cp > 0, evict_pg / Cp, 0.0)
-        evicted = self.C * efrac[:, None]
-        self.C -= evicted
-        nevict = float((self.m * evicted.sum(axis=1)).sum())
-        c = self.totals.cache
-        c['num_flush'] += nflush
-        c['num_flush_kb'] += nflush * S / 1024
-        c['num_evict'] += nevict
-        c['num_evict_kb'] += nevict * S / 1024
-        b = self.totals.base
-        b['num_write'] += nflush
-        b['num_write_kb'] += nflush * S / 1024
-        base_bytes += nflush * S
-        cache_bytes += nflush * S
+        nflush = nevict = 0.0
+        if flushes:
+            flush_pg *= base_share
+            Dp = np.add.reduce(self.D, axis=1) if d.active else dirty_pg
+            frac = np.divide(flush_pg, Dp, out=np.zeros_like(Dp), where=Dp > 0)
+            flushed = self.D * frac[:, None]
+            self.D -= flushed
+            self.C += flushed
+            nflush = float((self.m * flushed.sum(axis=1)).sum())
+        evicts = bool(np.count_nonzero(self.effort))
+        if evicts:
+            Cp = np.add.reduce(self.C, axis=1)
+            evict_pg = np.minimum(self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt
+                                  * self.osds / self.P, Cp)
+            if paced:
+                allowed = EVICTS_PER_FLUSH_COMPLETION * nflush
+                wanted = float((self.m * evict_pg).sum())
+                if wanted > allowed:
+                    evict_pg = evict_pg * (allowed / wanted)
+            efrac = np.divide(evict_pg, Cp, out=np.zeros_like(Cp), where=Cp > 0)
+            evicted = self.C * efrac[:, None]
+            self.C -= evicted
+            nevict = float((self.m * evicted.sum(axis=1)).sum())
+        if flushes or evicts:
+            c = self.totals.cache
+            c['num_flush'] += nflush
+            c['num_flush_kb'] += nflush * S / 1024
+            c['num_evict'] += nevict
+            c['num_evict_kb'] += nevict * S / 1024
+            b = self.totals.base
+            b['num_write'] += nflush
+            b['num_write_kb'] += nflush * S / 1024
+            base_bytes += nflush * S
+            cache_bytes += nflush * S
 
         # --- blocked writes leave with their PG's FULL mode ------------------------
-        self.choose_modes()
-        self._release_blocked(dt, d, res)
+        if d.active or flushes or evicts:
+            rows = self._row_sums()
+        self.choose_modes(rows)
+        if self._release_blocked(dt, d, res):
+            rows = self._row_sums()
+        res.dirty, res.fill = self._pool_levels(rows)
 
         self.util_base = base_bytes / (bw_base * dt)
         self.util_cache = cache_bytes / (bw_cache * dt)
@@ -289,15 +434,22 @@ class TierSim:
         if self.t >= self.next_roll:
             self.archives.insert(0, self.acc.copy())
             del self.archives[self.hit_set_count:]
+            if self.archives:
+                self._archives_seen.insert(0, -np.expm1(-self.archives[0]))
+            del self._archives_seen[self.hit_set_count:]
             self.acc[:] = 0.0
             self.next_roll += self.hit_set_period
         return res
 
-    def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> None:
+    def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> bool:
         """Writes waiting on a PG that left FULL are requeued; each promotes
         and lands dirty, and the PG, checking its mode on every op, goes
         FULL again once they fill its budget: as many leave as there is
-        room for, the rest wait on."""
+        room for, the rest wait on.  True if some left (D changed)."""
+        if not np.count_nonzero(self.blocked):
+            res.blocked = False
+            return False
+        landed_any = False
         waiting = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
         if waiting.any():
             cached = self.C + self.D
@@ -307,6 +459,7 @@ class TierSim:
             n = np.where(waiting, np.minimum(np.minimum(self.blocked, room), free_pg), 0.0)
             go = n > 0
             if go.any():
+                landed_any = True
                 bs = float(d.block_size or self.S)
                 # The waiting writes arrived evenly since blocked_since and
                 # leave oldest first: the share f that leaves waited between
@@ -333,8 +486,26 @@ class TierSim:
                 self.blocked[done] = 0.0
                 self.blocked_since[done] = math.nan
         res.blocked = bool((self.blocked > 0).any())
+        return landed_any
 
-    def _clients(self, dt: float, d: Demand, full_pg: np.ndarray, flush_bytes: float,
+    def _per_object(self, x: np.ndarray) -> np.ndarray:
+        """x / N per (row, bin), 0 where the row has no objects."""
+        if self._n_positive:
+            return x / self.N
+        return np.divide(x, self.N, out=np.zeros_like(x), where=self._n_mask)
+
+    def _arrays_of(self, d: Demand) -> _DemandArrays:
+        if d is not self._demand or self._demand_arrays is None:
+            share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]  # one PG's
+            rf = d.read_fraction
+            pair = (2, *share.shape)
+            self._demand_arrays = _DemandArrays(
+                share=np.broadcast_to(share, pair).copy(), m_share=self._M * share,
+                write_read=np.broadcast_to(np.array([1 - rf, rf])[:, None, None], pair).copy())
+            self._demand = d      # held, so that `is` cannot match a new one at its address
+        return self._demand_arrays
+
+    def _clients(self, dt: float, d: Demand, full_pg: Optional[np.ndarray], flush_bytes: float,
                  res: StepResult) -> Tuple[float, float, float]:
         """The clients' ops for one step: what they hit, promote, proxy or
         block on.  Returns (cache bytes, base bytes, the share of the
@@ -353,40 +524,58 @@ class TierSim:
         prom_w_base = S if bs < S else 0.0
         l_prom_w = lat_base + prom_w_base / bw_base * stretch_b + l_hit
 
-        cached = self.C + self.D
-        with np.errstate(invalid='ignore', divide='ignore'):
-            hit = np.where(self.N > 0, cached / self.N, 0.0)
-        share = self.w[:, None] * (self.bins.sizes * d.probability)[None, :]  # one PG's
-        M = self.m[:, None]
-        open_row = (~full_pg)[:, None]
+        arrays = self._arrays_of(d)
+        share, M, C = arrays.share[0], self._M, self.C
+        cached = C + self.D
+        hit = self._per_object(cached)
+        miss_frac = np.subtract(self._ones, hit)
+        # rows whose PGs are FULL (None: none is, and their terms are zero)
+        closed = None if full_pg is None else full_pg[:, None]
+        open_row = None if closed is None else ~closed
         rf = d.read_fraction
         # Without hit sets every miss promotes before it is served; with
         # them a miss is proxied and the object promoted afterwards if the
-        # hit sets say it is recent enough.
+        # hit sets say it is recent enough.  None: every object may promote.
         sync = self.hit_set_count <= 0
+        elig_r: Optional[np.ndarray]
+        elig_w: Optional[np.ndarray]
         if sync:
-            elig_r = elig_w = np.broadcast_to(open_row, self.N.shape).astype(float)
+            elig_r = elig_w = (None if open_row is None else
+                               np.broadcast_to(open_row, self.N.shape).astype(float))
         else:
-            elig_r = self._recency(tier.min_read_recency) * open_row
-            elig_w = self._recency(tier.min_write_recency) * open_row
-        miss = share * (1.0 - hit)
+            elig_r = self._eligible(tier.min_read_recency, open_row)
+            elig_w = self._eligible(tier.min_write_recency, open_row)
+        miss = share * miss_frac
         # each fate's share of all ops, before the throttle and the room
-        h = float((M * share * hit).sum())
-        pr = rf * float((M * miss * elig_r).sum())
-        pw = (1 - rf) * float((M * miss * elig_w).sum())
-        blk = (1 - rf) * float((M * miss * ~open_row).sum())
+        a = self._sums_before
+        np.multiply(self._m_pair[0], miss, out=a[_MISS])
+        np.multiply(arrays.m_share, hit, out=a[_HIT])
+        if elig_r is not None:
+            np.multiply(a[_MISS], elig_r, out=a[_ELIG_R])
+        if elig_w is not None:
+            np.multiply(a[_MISS], elig_w, out=a[_ELIG_W])
+        if closed is not None:
+            np.multiply(a[_MISS], closed, out=a[_CLOSED])
+        used = (_CLOSED if closed is not None else _ELIG_W if elig_w is not None
+                else _ELIG_R if elig_r is not None else _HIT) + 1
+        sums = np.add.reduce(a[:used].reshape(used, -1), axis=1).tolist()
+        h = sums[_HIT]
+        pr = rf * sums[_MISS if elig_r is None else _ELIG_R]
+        pw = (1 - rf) * sums[_MISS if elig_w is None else _ELIG_W]
+        blk = 0.0 if closed is None else (1 - rf) * sums[_CLOSED]
         flowing = max(1.0 - blk, 1e-9)
         if sync:
-            px = float((M * miss).sum()) - pr - pw - blk
+            px = sums[_MISS] - pr - pw - blk
             mean_lat = (h * l_hit + pr * l_prom_r + pw * l_prom_w + px * l_proxy) / flowing
             per_op_cache = h * bs + pr * (S + bs) + pw * max(S, bs)
             per_op_base = px * bs + pr * S + pw * prom_w_base
         else:
-            px = float((M * miss).sum()) - blk
+            px = sums[_MISS] - blk
             mean_lat = (h * l_hit + px * l_proxy) / flowing
             per_op_cache = h * bs + (pr + pw) * S
             per_op_base = px * bs + (pr + pw) * S
-        threads = max(d.threads - float((self.m * self.blocked).sum()), 0.0)
+        blocked = float((self.m * self.blocked).sum()) if np.count_nonzero(self.blocked) else 0.0
+        threads = max(d.threads - blocked, 0.0)
         n = threads * dt / max(mean_lat, 1e-6)        # closed loop (Little's law)
         if d.rate_bytes_s is not None:
             n = min(n, d.rate_bytes_s / bs * dt)
@@ -411,44 +600,74 @@ class TierSim:
                                      tier.promote_max_mib_s_per_osd * MiB / S)
         keep = 1.0 if sync or promo <= 0 else min(1.0, limit / promo)
 
-        ops = n * share
-        self.acc += np.divide(ops, self.N, out=np.zeros_like(ops), where=self.N > 0)
-        rn, wn = ops * rf, ops * (1 - rf)
-        free = np.maximum(self.N - cached, 0.0)
-        prom_r = np.minimum(rn * (1 - hit) * elig_r * keep, free)
-        prom_w = np.minimum(wn * (1 - hit) * elig_w * keep, free - prom_r)
+        ops = n * arrays.share                    # (twice)
+        if self._counts_accesses:
+            self.acc += self._per_object(ops[0])
+        wr = ops * arrays.write_read              # write ops, read ops
+        wn = wr[0]
+        wr_miss = wr * miss_frac
+        free = np.maximum(np.subtract(self.N, cached), self._zeros)
+        prom = self._prom                         # promoted by writes, by reads
+        want_r = wr_miss[1] if elig_r is None else wr_miss[1] * elig_r
+        want_w = wr_miss[0] if elig_w is None else wr_miss[0] * elig_w
+        if keep != 1.0:
+            want_r, want_w = want_r * keep, want_w * keep
+        np.minimum(want_r, free, out=prom[1])
+        np.minimum(want_w, free - prom[1], out=prom[0])
         # a PG takes promotions until it is over its budget (FULL): past
         # that, a write waiting on its promotion waits on the PG
-        room = np.maximum(self.budget / self.avg - cached.sum(axis=1), 0.0)
-        want = prom_r.sum(axis=1) + prom_w.sum(axis=1)
-        fit = np.divide(room, want, out=np.ones_like(room), where=want > room)[:, None]
-        over_w = prom_w * (1 - fit) if sync else np.zeros_like(prom_w)
-        prom_r, prom_w = prom_r * fit, prom_w * fit
-        with np.errstate(invalid='ignore', divide='ignore'):
-            clean_share = np.where(cached > 0, self.C / cached, 0.0)
-        dirtied = np.minimum(wn * hit * clean_share, self.C)
+        room = np.maximum(self._room_pg - np.add.reduce(cached, axis=1), self._zeros_pg)
+        want_pg = np.add.reduce(prom, axis=2)
+        want = want_pg[1] + want_pg[0]
+        over = want > room
+        over_w = None
+        if np.count_nonzero(over):
+            fit = np.divide(room, want, out=np.ones_like(room), where=over)[:, None]
+            if sync:
+                over_w = prom[0] * (1 - fit)
+            prom *= fit
+        clean_share = self._clean_share
+        clean_share.fill(0.0)
+        np.divide(C, cached, out=clean_share, where=cached > self._zeros)
+        dirtied = np.minimum(wn * hit * clean_share, C)
         if sync:
-            self.C += prom_r - dirtied
-            self.D += prom_w + dirtied
+            C += prom[1] - dirtied
+            self.D += prom[0] + dirtied
         else:
-            self.C += prom_r + prom_w - dirtied
+            C += prom[1] + prom[0] - dirtied
             self.D += dirtied
 
-        block_pg = (wn * (1 - hit) * ~open_row).sum(axis=1) + over_w.sum(axis=1)
-        blocking = float((self.m * block_pg).sum())
-        if blocking > threads:
-            block_pg *= threads / blocking             # only so many threads to block
-        newly = (block_pg > 0) & np.isnan(self.blocked_since)
-        self.blocked_since[newly] = self.t
-        self.blocked += block_pg
+        block_pg = None if closed is None else np.add.reduce(wr_miss[0] * closed, axis=1)
+        if over_w is not None:
+            over_pg = np.add.reduce(over_w, axis=1)
+            block_pg = over_pg if block_pg is None else block_pg + over_pg
+        if block_pg is not None:
+            blocking = float((self.m * block_pg).sum())
+            if blocking > threads:
+                block_pg *= threads / blocking             # only so many threads to block
+            newly = (block_pg > 0) & np.isnan(self.blocked_since)
+            self.blocked_since[newly] = self.t
+            self.blocked += block_pg
 
-        w_hit, r_hit = float((M * wn * hit).sum()), float((M * rn * hit).sum())
-        w_prom, r_prom = float((M * prom_w).sum()), float((M * prom_r).sum())
-        w_miss = float((M * wn * (1 - hit)).sum())
-        w_full = float((M * wn * (1 - hit) * ~open_row).sum())
-        r_miss = float((M * rn * (1 - hit)).sum())
+        z = self._sums_after
+        m_wr = self._m_pair * wr
+        np.multiply(m_wr, hit, out=z[_W_HIT:_R_HIT + 1])
+        np.multiply(m_wr, miss_frac, out=z[_W_MISS:_R_MISS + 1])
+        np.multiply(self._m_pair, prom, out=z[_W_PROM:_R_PROM + 1])
+        if closed is not None:
+            np.multiply(z[_W_MISS], closed, out=z[_W_FULL])
+        if over_w is not None:
+            np.multiply(M, over_w, out=z[_OVER_W])
+        used = (_OVER_W if over_w is not None else _W_FULL if closed is not None
+                else _R_PROM) + 1
+        sums = np.add.reduce(z[:used].reshape(used, -1), axis=1).tolist()
+        w_hit, r_hit = sums[_W_HIT], sums[_R_HIT]
+        w_prom, r_prom = sums[_W_PROM], sums[_R_PROM]
+        w_miss, r_miss = sums[_W_MISS], sums[_R_MISS]
+        w_full = 0.0 if closed is None else sums[_W_FULL]
         if sync:
-            w_px = max(w_miss - w_prom - w_full - float((M * over_w).sum()), 0.0)
+            w_over = 0.0 if over_w is None else sums[_OVER_W]
+            w_px = max(w_miss - w_prom - w_full - w_over, 0.0)
             r_px = max(r_miss - r_prom, 0.0)
             served_w, served_r = w_hit + w_prom, r_hit + r_prom
             w_lat = [(l_hit, w_hit), (l_prom_w, w_prom), (l_proxy, w_px)]
@@ -485,34 +704,49 @@ class TierSim:
             base_bytes = (w_px + r_px) * bs + promoted_bytes
         return cache_bytes, base_bytes, base_share
 
-    def _recency(self, need: float) -> np.ndarray:
-        """Per (PG, bin): the fraction of objects a miss may promote."""
+    def _eligible(self, need: float, open_row: Optional[np.ndarray]) -> Optional[np.ndarray]:
+        """Per (PG, bin): the fraction of objects a miss may promote, on
+        PGs that are not FULL; None for all of them."""
+        seen = self._recency(need)
+        if open_row is None:
+            return seen
+        return (self._ones if seen is None else seen) * open_row
+
+    def _recency(self, need: float) -> Optional[np.ndarray]:
+        """Per (PG, bin): the fraction of objects recent enough to promote;
+        None for all of them."""
         if need <= 0:
-            return np.ones_like(self.N)
-        seen = -np.expm1(-self.acc)           # in the current set at least once
-        for a in self.archives[:int(need) - 1]:
-            seen = seen * -np.expm1(-a)
+            return None
+        seen = np.negative(self.acc)           # in the current set at least once:
+        np.expm1(seen, out=seen)
+        np.negative(seen, out=seen)            # 1 - exp(-acc)
+        for s in self._archives_seen[:int(need) - 1]:
+            seen = seen * s
         return seen
 
     # ----- what the mgr sees ----------------------------------------------------------
     def stat_sum(self) -> Dict[str, Any]:
-        objects = float((self.m * (self.C.sum(axis=1) + self.D.sum(axis=1))).sum())
+        clean, dirty = self._row_sums()
+        objects = float((self.m * (clean + dirty)).sum())
+        # PGs per mode (whole numbers: exact in any order)
+        flush = np.bincount(self.flush_mode, weights=self.m, minlength=3).tolist()
+        evict = np.bincount(self.evict_mode, weights=self.m, minlength=3).tolist()
         s: Dict[str, Any] = {k: int(v) for k, v in self.totals.cache.items()}
         s.update(num_objects=int(round(objects)), num_bytes=int(round(objects * self.S)),
-                 num_objects_dirty=int(round(float((self.m * self.D.sum(axis=1)).sum()))),
-                 num_flush_mode_high=self._pgs(self.flush_mode == FLUSH_HIGH),
-                 num_flush_mode_low=self._pgs(self.flush_mode == FLUSH_LOW),
-                 num_evict_mode_some=self._pgs(self.evict_mode == EVICT_SOME),
-                 num_evict_mode_full=self._pgs(self.evict_mode == EVICT_FULL))
+                 num_objects_dirty=int(round(float((self.m * dirty).sum()))),
+                 num_flush_mode_high=int(flush[FLUSH_HIGH]),
+                 num_flush_mode_low=int(flush[FLUSH_LOW]),
+                 num_evict_mode_some=int(evict[EVICT_SOME]),
+                 num_evict_mode_full=int(evict[EVICT_FULL]))
         return s
-
-    def _pgs(self, rows: np.ndarray) -> int:
-        return int(self.m[rows].sum())
 
     def base_stat_sum(self) -> Dict[str, Any]:
         return {k: int(v) for k, v in self.totals.base.items()}
 
+    def _pool_levels(self, rows: np.ndarray) -> Tuple[float, float]:
+        dirty, full = (np.add.reduce(self.m * self._levels(rows), axis=1) / self.P).tolist()
+        return dirty, full
+
     def pool_levels(self) -> Tuple[float, float]:
         """Pool-level dirty and fill, fractions of target (agent arithmetic)."""
-        dirty, full = self.levels()
-        return float((self.m * dirty).sum() / self.P), float((self.m * full).sum() / self.P)
+        return self._pool_levels(self._row_sums())
