@@ -24,10 +24,10 @@ the OSD agent computes them; T = the target in bytes):
               surge is more than 1 - dirty_ratio_min of T: no full ratio
               makes room for it, and clean data kept is room that the
               agent opens faster than it drains dirty data); within that,
-              as high as allowed when hits grow with occupancy, mid-range when they
-              do not (a curve with r2 >= 0.3); with no curve unchanged
-              (lowered if room needs it, back up to mid-range once writes
-              are idle).
+              as high as allowed when hits grow with occupancy, mid-range
+              when they do not (a curve with r2 >= 0.3); with no curve
+              unchanged (lowered if room needs it, back up to mid-range
+              once writes are idle).
 
   Then: clamp into the bounds, round to hundredths, order (dirty <=
   dirty_high <= full, dirty's value first); step from current toward that
@@ -468,8 +468,9 @@ def _law(inp: ControllerInput) -> _Law:
         # twice the flush rate while the agent flushes (the cluster's
         # measurement, EVICTS_PER_FLUSH_COMPLETION in the simulator): clean
         # data kept is room that opens faster than dirty data drains.  On
-        # the simulator, OSiRIS-style 4 MiB benches several times the cache:
-        # p99 write 11.4 s with this rule, 13.9 s without.
+        # the simulator, 4 MiB benches six times the cache
+        # (osiris-rados-bench-4m-overflow): p99 write 11.4 s with this rule,
+        # 13.9 s without.
         overflows = surge / target > 1.0 - dmin + RATIO_EPS
         ceiling = 1.0 if overflows else 1.0 - room_needed
     nums.update(net_inflow_bps=max(now_bps - evict, 0.0), reserve_bytes=reserve,
