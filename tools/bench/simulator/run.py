@@ -3,6 +3,7 @@
 import bisect
 import math
 import time
+import warnings
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
@@ -195,7 +196,9 @@ def _aggregate(steps: int, tput: np.ndarray, wp99: np.ndarray, dirty: np.ndarray
         pad = np.full(rows * k, np.nan)
         pad[:steps] = x
         m = pad.reshape(rows, k)
-        with np.errstate(all='ignore'):
+        # A row with no write at all is NaN, and numpy warns about it.
+        with np.errstate(all='ignore'), warnings.catch_warnings():
+            warnings.simplefilter('ignore', RuntimeWarning)
             out = np.nanmax(m, axis=1) if how == 'max' else np.nanmean(m, axis=1)
         return [float(v) for v in out]
     cols = {'t': [float(i * k * STEP_S) for i in range(rows)],
