@@ -284,8 +284,18 @@ class _Series:
     px_ops: np.ndarray       # px_read_ops + px_write_ops, signed (for sums)
     proxied_ops: np.ndarray  # the same, each direction floored at 0
     total_ops: np.ndarray    # served_ops + proxied_ops (NaN where unknown)
+    inflow_bytes: np.ndarray  # inflow * dt: the bytes that became dirty (for _runs)
+    base_bytes: np.ndarray   # proxied bytes/s _base_client_bps counts (see there)
     short_gain: np.ndarray   # the interval's EWMA weight before decay (see _weights)
     long_gain: np.ndarray
+    # Per-interval masks, kept as rows for the same reason (see _row_masks).
+    active: np.ndarray       # client IO (total_ops > HIT_MIN_OPS_SEC; False where unknown)
+    px_known: np.ndarray     # proxied_ops is known (not NaN)
+    px_write_known: np.ndarray   # px_write_bytes is known
+    has_fill: np.ndarray     # fill is known
+    hit_points: np.ndarray   # active and has_fill: the hit curve's points
+    flushing: np.ndarray     # a PG in a flush mode (n_low + n_high > 0)
+    growing: np.ndarray      # growth > IDLE_FLOOR_BPS (False where unknown)
     # The two gain rows as one (2, n) block (they are adjacent columns of
     # the caller's array): both weight vectors then cost one numpy call each
     # step instead of two.  Not kept.
@@ -324,17 +334,21 @@ class _Series:
         return known & (self.t >= self.t[-1] - RECENT_WINDOW_S)
 
 
-_SERIES_FIELDS = tuple(f.name for f in dataclasses.fields(_Series) if f.init)   # the columns
+_INIT_FIELDS = tuple(f.name for f in dataclasses.fields(_Series) if f.init)
+_SERIES_FIELDS = _INIT_FIELDS[:_INIT_FIELDS.index('active')]    # the float columns
+_SERIES_MASKS = _INIT_FIELDS[len(_SERIES_FIELDS):]              # the bool ones
 _GROWTH = _SERIES_FIELDS.index('growth')
 _GAINS = _SERIES_FIELDS.index('short_gain')
+_GROWING = _SERIES_MASKS.index('growing')
 assert _SERIES_FIELDS[_GAINS:] == ('short_gain', 'long_gain')
 # Per row of the gains block: its horizon (a column, to broadcast over the intervals).
 _HORIZONS = np.array([[SHORT_HORIZON_S], [LONG_HORIZON_S]])
 
 
-def _make_series(block: np.ndarray) -> _Series:
-    """The _Series of a (columns, rows) block: one view per column."""
-    return _new_series(*block, block[_GAINS:])
+def _make_series(block: np.ndarray, masks: np.ndarray) -> _Series:
+    """The _Series of a (columns, rows) block and its (masks, rows) block:
+    one view per column."""
+    return _new_series(*block, *masks, block[_GAINS:])
 
 
 # _Series untyped, for _make_series: gains (the InitVar after the columns)
@@ -368,24 +382,50 @@ def _gain(dt: float, horizon_s: float) -> float:
 
 def _row(e: HistoryEntry, levels: AgentLevels, prev_user: Optional[int]) -> Tuple[float, ...]:
     """The _Series row of an entry with rates; prev_user is the previous
-    entry's user bytes (None for the first entry in the history)."""
+    entry's user bytes (None for the first entry in the history).  Python
+    floats do the same IEEE arithmetic as numpy's elementwise operations,
+    so each figure is bit for bit what the same operation on the columns
+    gives."""
     r, c = e.rates, e.sample.counters
     assert r is not None
     t, dt = e.sample.mono, r.interval_s
     growth = math.nan if prev_user is None else (levels.user_bytes - prev_user) / dt
+    inflow, flush = _inflow_bps(r), r.flush_bytes_sec
     served = r.read_ops_sec + r.write_ops_sec
     px_read, px_write = _opt(r.proxied_read_ops_sec), _opt(r.proxied_write_ops_sec)
+    px_read_bytes, px_write_bytes = _opt(r.proxied_read_bytes_sec), _opt(r.proxied_write_bytes_sec)
     proxied = _floor0(px_read) + _floor0(px_write)
     return (t, dt,
-            _inflow_bps(r),
-            r.flush_bytes_sec, r.evict_bytes_sec, r.promote_ops_sec,
+            inflow,
+            flush, r.evict_bytes_sec, r.promote_ops_sec,
             served, r.read_bytes_sec, r.write_bytes_sec,
             px_read, px_write,
-            _opt(r.proxied_read_bytes_sec), _opt(r.proxied_write_bytes_sec),
+            px_read_bytes, px_write_bytes,
             float(c.num_flush_mode_low), float(c.num_flush_mode_high),
             _opt(levels.fill), growth,
             t - dt, px_read + px_write, proxied, served + proxied,
+            inflow * dt, px_read_bytes + (0.0 if flush > 0.0 else px_write_bytes),
             _gain(dt, SHORT_HORIZON_S), _gain(dt, LONG_HORIZON_S))
+
+
+_COLUMN = {name: i for i, name in enumerate(_SERIES_FIELDS)}
+_TOTAL_OPS, _PROXIED_OPS, _PX_WRITE_BYTES, _FILL, _N_LOW, _N_HIGH = (
+    _COLUMN[name] for name in ('total_ops', 'proxied_ops', 'px_write_bytes', 'fill', 'n_low',
+                               'n_high'))
+assert _SERIES_MASKS == ('active', 'px_known', 'px_write_known', 'has_fill', 'hit_points',
+                         'flushing', 'growing')
+
+
+def _row_masks(row: Tuple[float, ...]) -> Tuple[bool, ...]:
+    """The _Series masks of a row, in _SERIES_MASKS order.  Python's float
+    comparisons are numpy's (False with a NaN), so each is what the same
+    comparison on the columns gives."""
+    active = row[_TOTAL_OPS] > HIT_MIN_OPS_SEC
+    fill = row[_FILL]
+    has_fill = fill == fill
+    return (active, row[_PROXIED_OPS] == row[_PROXIED_OPS],
+            row[_PX_WRITE_BYTES] == row[_PX_WRITE_BYTES], has_fill, active and has_fill,
+            row[_N_LOW] + row[_N_HIGH] > 0, row[_GROWTH] > IDLE_FLOOR_BPS)
 
 
 def _series(history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
@@ -400,7 +440,8 @@ def _series(history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
     # Contiguous columns, as SeriesCache's: a dot product over a strided
     # array sums in another order, and the two paths must agree exactly.
     cols = np.ascontiguousarray(np.array(rows, dtype=float).reshape(-1, len(_SERIES_FIELDS)).T)
-    return _make_series(cols)
+    masks = np.array([_row_masks(row) for row in rows], dtype=bool)
+    return _make_series(cols, np.ascontiguousarray(masks.reshape(-1, len(_SERIES_MASKS)).T))
 
 
 class SeriesCache:
@@ -419,6 +460,7 @@ class SeriesCache:
         self._tier: Optional[CacheTier] = None
         self._entries: Deque[HistoryEntry] = deque()   # the entries mirrored, oldest first
         self._cols = np.empty((len(_SERIES_FIELDS), 0))
+        self._masks = np.empty((len(_SERIES_MASKS), 0), dtype=bool)   # in step with _cols
         self._first = 0     # rows [_first, _end) are the rated entries of _entries
         self._end = 0
         self._prev_user: Optional[int] = None   # user bytes of the newest entry
@@ -428,8 +470,10 @@ class SeriesCache:
         if not self._follow(history, tier):
             self._rebuild(history, tier)
         block = self._cols[:, self._first:self._end]
-        block.flags.writeable = False   # fit() must never change the mirrored rows
-        return _make_series(block)
+        masks = self._masks[:, self._first:self._end]
+        # fit() must never change the mirrored rows
+        block.flags.writeable = masks.flags.writeable = False
+        return _make_series(block, masks)
 
     def _follow(self, history: Sequence[HistoryEntry], tier: CacheTier) -> bool:
         """Bring the rows up to date from the entries added and dropped since
@@ -450,6 +494,7 @@ class SeriesCache:
         if dropped and self._entries[0].rates is not None:
             # The first entry in a history has no previous one to grow from.
             self._cols[_GROWTH, self._first] = math.nan
+            self._masks[_GROWING, self._first] = False
         for i in range(n - added, n):
             self._append(history[i], tier)
         return True
@@ -460,6 +505,7 @@ class SeriesCache:
         # Twice the history: trimming at the front then costs one move of
         # the rows every history-length appends.
         self._cols = np.empty((len(_SERIES_FIELDS), 2 * len(history) + 8))
+        self._masks = np.empty((len(_SERIES_MASKS), self._cols.shape[1]), dtype=bool)
         self._first = self._end = 0
         self._prev_user = None
         self.levels = None
@@ -471,7 +517,9 @@ class SeriesCache:
         if e.rates is not None:
             if self._end == self._cols.shape[1]:
                 self._make_room()
-            self._cols[:, self._end] = _row(e, levels, self._prev_user)
+            row = _row(e, levels, self._prev_user)
+            self._cols[:, self._end] = row
+            self._masks[:, self._end] = _row_masks(row)
             self._end += 1
         self._entries.append(e)
         self._prev_user = levels.user_bytes
@@ -484,7 +532,9 @@ class SeriesCache:
         width = self._cols.shape[1]
         cols = np.empty((len(_SERIES_FIELDS), width if 2 * rows <= width else 2 * width))
         cols[:, :rows] = self._cols[:, self._first:self._end]
-        self._cols, self._first, self._end = cols, 0, rows
+        masks = np.empty((len(_SERIES_MASKS), cols.shape[1]), dtype=bool)
+        masks[:, :rows] = self._masks[:, self._first:self._end]
+        self._cols, self._masks, self._first, self._end = cols, masks, 0, rows
 
 
 # --- numpy helpers ---------------------------------------------------------
@@ -592,7 +642,7 @@ def _runs(s: _Series, idx: np.ndarray) -> _Runs:
     ends[:-1] = starts[1:]
     firsts, lasts = idx[starts], idx[ends]
     written = np.zeros(len(s) + 1)     # bytes written before each interval
-    (s.inflow * s.dt).cumsum(out=written[1:])
+    s.inflow_bytes.cumsum(out=written[1:])
     return _Runs(firsts, lasts, written[lasts + 1] - written[firsts],
                  s.t[lasts] - start[firsts])
 
@@ -636,7 +686,7 @@ def _base_client_bps(s: _Series, tier: CacheTier, levels: Optional[AgentLevels])
     write of a new object (a burst) promotes nothing from the base; the
     counters cannot tell those from real copies (copy-get reads add no read
     kb), so they are left out rather than read as a busy base."""
-    proxied = s.px_read_bytes + np.where(s.flush > 0.0, 0.0, s.px_write_bytes)
+    proxied = s.base_bytes
     latest = float(proxied[-1])
     latest = 0.0 if math.isnan(latest) else latest
     average = _wmean(proxied, s.short_w, s.short_total) or 0.0
@@ -735,7 +785,7 @@ def _nonnegative_pair(p: _FlushPoints, notes: List[str]) -> Tuple[float, float]:
 
 
 def _flush(s: _Series, notes: List[str]) -> FlushModel:
-    used = (s.n_low + s.n_high) > 0
+    used = s.flushing
     points = int(_nnz(used))
     if points < FLUSH_MIN_POINTS:
         notes.append(f'flush: {_count(points, "interval")} with a PG in a flush mode, '
@@ -800,18 +850,17 @@ def _absorbed(served: np.ndarray, proxied: np.ndarray, dt: np.ndarray) -> Option
     return sv / (sv + px) if sv + px > 0 else None
 
 
-def _hits(s: _Series, active: np.ndarray) -> HitModel:
-    """active: _active(s)."""
+def _hits(s: _Series) -> HitModel:
     if not len(s):
         return HitModel(None, None, None, None, 0, 'no samples with rates yet')
     total = s.total_ops
-    known = s.proxied_ops == s.proxied_ops      # not NaN (one call, not two)
+    known = s.px_known
     window = s.window(known)
     hit_ratio = None
-    if _any(active[window]):
+    if _any(s.active[window]):
         hit_ratio = _absorbed(s.served_ops[window], s.px_ops[window], s.dt[window])
-    has_fill = s.fill == s.fill
-    used = active & has_fill
+    has_fill = s.has_fill
+    used = s.hit_points
     points = int(_nnz(used))
     too_thin: Optional[str] = None
     if not _any(has_fill):
@@ -858,15 +907,8 @@ def _gate(throttle_ops: float, limiter: str, detail: str,
     return PromoteGate(write, read, promote, throttle_ops, limiter, detail, recommend or {})
 
 
-def _active(s: _Series) -> np.ndarray:
-    """The intervals with client IO (False where unknown: NaN), for _hits
-    and _promote both."""
-    return s.total_ops > HIT_MIN_OPS_SEC
-
-
 def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
-             levels: Optional[AgentLevels], active_all: np.ndarray) -> PromoteGate:
-    """active_all: _active(s)."""
+             levels: Optional[AgentLevels]) -> PromoteGate:
     throttle_ops = limits.max_objects_sec_per_osd * limits.osds
     throttle_bytes = limits.max_bytes_sec_per_osd * limits.osds
     gate = partial(_gate, throttle_ops)
@@ -874,14 +916,14 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
     if not len(s):
         return gate('unknown', 'no samples with rates yet')
     promote_now = _wmean(s.promote, s.short_w, s.short_total) or 0.0
-    window = s.window(s.px_write_bytes == s.px_write_bytes)    # not NaN
+    window = s.window(s.px_write_known)
     dt = s.dt[window]
     if not dt.size:
         return gate('unknown', 'no base pool counters: proxied IO is unknown',
                     promote=promote_now)
     write = _absorbed(s.write_bytes[window], s.px_write_bytes[window], dt)
     read = _absorbed(s.read_bytes[window], s.px_read_bytes[window], dt)
-    active = active_all[window]
+    active = s.active[window]
     n_active = int(_nnz(active))
     span = f'the last {float(s.t[-1] - np.minimum.reduce(s.start[window])):.0f} s'
     if n_active < GATE_MIN_ACTIVE:
@@ -991,7 +1033,7 @@ def _predictions(s: _Series, history: Sequence[HistoryEntry], tier: CacheTier,
     to_dirty_high = _time_to(tier.ratios.dirty_high * budget - history[-1].dirty_bytes,
                              net, _wstd(s.inflow, w, s.short_total, mean) if net > 0 else 0.0)
     # Likewise the fill stops growing when promotions and writes stop.
-    growing = s.growth > IDLE_FLOOR_BPS    # False where unknown (NaN)
+    growing = s.growing
     to_full = None
     if _quiet_for(s, growing) < IDLE_AFTER_S:
         growth, spread = _wstats(s.growth, w, s.short_total)
@@ -1032,10 +1074,9 @@ def fit(history: Sequence[HistoryEntry], tier: CacheTier,
     inflow = _inflow(s, tier, levels)
     flush = _flush(s, notes)
     why_not = _why_not(tier, len(s), window_s)
-    active = _active(s)
     return PoolModel(
         fitted=why_not is None, why_not=why_not, samples=len(s), window_s=window_s,
-        inflow=inflow, flush=flush, evict=_evict(s, tier, levels), hits=_hits(s, active),
-        promote=_promote(s, tier, limits, levels, active),
+        inflow=inflow, flush=flush, evict=_evict(s, tier, levels), hits=_hits(s),
+        promote=_promote(s, tier, limits, levels),
         predictions=_predictions(s, history, tier, levels, inflow, flush),
         notes=tuple(notes))
