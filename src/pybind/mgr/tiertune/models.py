@@ -587,6 +587,11 @@ def _wstats(x: np.ndarray, w: np.ndarray, total: Optional[float] = None,
 
 
 def _wmean(x: np.ndarray, w: np.ndarray, total: Optional[float] = None) -> Optional[float]:
+    num = float(w.dot(x))
+    if num == num and total is not None:
+        # _wstats' own first step, for the usual NaN-free x with a known
+        # total (a weighted mean is the commonest figure in a fit).
+        return num / total if total > 0.0 else None
     return _wstats(x, w, total, spread=False)[0]
 
 
@@ -632,18 +637,16 @@ def _runs(s: _Series, idx: np.ndarray) -> _Runs:
         empty = np.empty(0)
         return _Runs(empty.astype(int), empty.astype(int), empty, empty)
     start = s.start
-    # Per active interval: does a run start there (first, or after a long
-    # gap), does one end there (last, or before a long gap).
-    starts = np.empty(idx.size, dtype=bool)
-    starts[0] = True
-    np.greater_equal(start[idx[1:]] - s.t[idx[:-1]], IDLE_AFTER_S, out=starts[1:])
-    ends = np.empty(idx.size, dtype=bool)
-    ends[-1] = True
-    ends[:-1] = starts[1:]
-    firsts, lasts = idx[starts], idx[ends]
+    # Per active interval k, edge[k]: does a run start there (the first, or
+    # after a long gap); edge[k + 1]: does one end there (the last, or
+    # before a long gap).
+    edge = np.empty(idx.size + 1, dtype=bool)
+    edge[0] = edge[-1] = True
+    np.greater_equal(start[idx[1:]] - s.t[idx[:-1]], IDLE_AFTER_S, out=edge[1:-1])
+    firsts, lasts = idx[edge[:-1]], idx[edge[1:]]
     written = np.zeros(len(s) + 1)     # bytes written before each interval
     s.inflow_bytes.cumsum(out=written[1:])
-    return _Runs(firsts, lasts, written[lasts + 1] - written[firsts],
+    return _Runs(firsts, lasts, written[1:][lasts] - written[firsts],
                  s.t[lasts] - start[firsts])
 
 
@@ -709,11 +712,12 @@ def _inflow(s: _Series, tier: CacheTier, levels: Optional[AgentLevels]) -> Inflo
     runs = _runs(s, idx)
     quiet_for = _quiet_for(s, active, idx)
     is_open = len(runs) > 0 and quiet_for < IDLE_AFTER_S    # the newest run goes on
-    # A run starting with the history began before it: its size is unknown.
-    done = runs.first > 0
-    if is_open:
-        done[-1] = False
-    n_done = _nnz(done)
+    # The runs over: all but one starting with the history (it began
+    # before it: its size is unknown), which can only be the oldest, and
+    # the newest if it goes on.  A slice (runs are oldest first).
+    done = slice(1 if len(runs) and runs.first[0] == 0 else 0,
+                 len(runs) - 1 if is_open else len(runs))
+    n_done = max(done.stop - done.start, 0)
 
     idle = not active[-1] and (short < idle_threshold_bps(long) or quiet_for >= IDLE_AFTER_S)
     burst = False
