@@ -190,8 +190,9 @@ def _micro(x: float) -> int:
 
 
 def _round(t: Triple) -> Ratios:
-    # Rounding is monotone, so an ordered triple stays ordered.
-    return Ratios(*(_micro(v) / MICRO for v in t))
+    # Rounding is monotone, so an ordered triple stays ordered.  Unrolled:
+    # several times per pool per tick.
+    return Ratios(_micro(t[0]) / MICRO, _micro(t[1]) / MICRO, _micro(t[2]) / MICRO)
 
 
 def _to_grid(t: Triple) -> Triple:

@@ -478,7 +478,9 @@ class SeriesCache:
     def _follow(self, history: Sequence[HistoryEntry], tier: CacheTier) -> bool:
         """Bring the rows up to date from the entries added and dropped since
         the last call; False when the history is not a continuation."""
-        if tier != self._tier or not history or not self._entries:
+        # Identity first: the module passes the same CacheTier every tick
+        # until the OSD map changes (an equality test compares every field).
+        if (tier is not self._tier and tier != self._tier) or not history or not self._entries:
             return False
         # New entries are those after the newest one already mirrored.
         n, last = len(history), self._entries[-1]
@@ -560,7 +562,9 @@ def _weights(gain: np.ndarray, age: np.ndarray, horizon_s: Union[float, np.ndarr
     Normalised by their sum (in _wmean) this is the EWMA once the history is
     longer than the horizon and the plain time-weighted mean before, so a
     young history is not dragged toward an arbitrary starting value."""
-    return gain * np.exp(age / horizon_s)
+    w = np.divide(age, horizon_s)
+    np.exp(w, out=w)    # in place: the same values without a temporary
+    return np.multiply(gain, w, out=w)
 
 
 def _wstats(x: np.ndarray, w: np.ndarray, total: Optional[float] = None,
