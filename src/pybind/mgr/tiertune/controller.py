@@ -256,8 +256,21 @@ def order_within(t: Triple, ranges: Ranges) -> Triple:
     return (d, h, f)
 
 
+def _valid(r: Ratios, bounds: Bounds) -> bool:
+    """Within the bounds and ordered (to RATIO_EPS), in one expression: the
+    usual case, where out_of_bounds and _exempt find nothing (a NaN fails
+    it, and they judge it themselves)."""
+    (dlo, dhi), (hlo, hhi), (flo, fhi) = bounds.ranges()
+    d, h, f = r.dirty, r.dirty_high, r.full
+    return (dlo - RATIO_EPS <= d <= dhi + RATIO_EPS and hlo - RATIO_EPS <= h <= hhi + RATIO_EPS
+            and flo - RATIO_EPS <= f <= fhi + RATIO_EPS
+            and d <= h + RATIO_EPS and h <= f + RATIO_EPS)
+
+
 def out_of_bounds(r: Ratios, bounds: Bounds) -> List[str]:
     """What is wrong with r against bounds and the ordering (empty: valid)."""
+    if _valid(r, bounds):
+        return []
     problems = []
     for name, v, (lo, hi) in zip(NAMES, _triple(r), bounds.ranges(), strict=True):
         if v < lo - RATIO_EPS:
@@ -280,6 +293,8 @@ def nearest_valid(r: Ratios, bounds: Bounds) -> Ratios:
 def _exempt(r: Ratios, bounds: Bounds) -> Tuple[bool, bool, bool]:
     """Which ratios are themselves out of range or in a misordered pair: they
     move even when the move is under the deadband."""
+    if _valid(r, bounds):
+        return (False, False, False)
     c = _triple(r)
     out = [not lo - RATIO_EPS <= v <= hi + RATIO_EPS
            for v, (lo, hi) in zip(c, bounds.ranges(), strict=True)]
@@ -410,7 +425,7 @@ def _law(inp: ControllerInput) -> _Law:
     short = max(_finite(m.inflow.short_bps) or 0.0, 0.0)
     evict = max(_finite(m.evict.evict_bps) or 0.0, 0.0)
     burst_seen = _finite(m.inflow.burst_bytes) if m.inflow.bursts_seen > 0 else None
-    whys = {n: _RatioWhy() for n in NAMES}
+    whys: Dict[str, _RatioWhy] = {}     # a ratio with nothing to say has none
     blocks: List[str] = []
     notes: List[str] = []
     nums: Dict[str, Any] = {
@@ -650,7 +665,7 @@ def _law(inp: ControllerInput) -> _Law:
     law = (d_law, h_law, f_law)
     rec = _round(order_within(_to_grid(law), b.ranges()))
     for name, v in zip(NAMES, law, strict=True):
-        if abs(getattr(rec, name) - v) > RECOMMEND_GRID and whys[name].why:
+        if abs(getattr(rec, name) - v) > RECOMMEND_GRID and whys.get(name, _NO_WHY).why:
             # Ordering moved it off the law's value (and off its bound).
             whys[name].bound = ''
             whys[name].purpose += (f' (held at {_f(getattr(rec, name))} to keep dirty <= '

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from tiertune import actuation
+from tiertune import actuation, controller
 from tiertune.bounds import Bounds, Knobs
 from tiertune.controller import (
     BURST_FIT_MARGIN,
@@ -14,9 +14,11 @@ from tiertune.controller import (
     TYPICAL_BURST_S,
     ControllerInput,
     Decision,
+    _exempt,
     decide,
     nearest_valid,
     order_within,
+    out_of_bounds,
     step,
 )
 from tiertune.models import (
@@ -732,3 +734,37 @@ def test_step_helper_skips_and_reorders():
     # dirty moves up 0.1, dirty_high would move 0.03 (skipped) but must follow.
     nxt = step(Ratios(0.40, 0.47, 0.8), Ratios(0.50, 0.50, 0.8), k)
     assert nxt == Ratios(0.5, 0.5, 0.8)
+
+
+# --- out_of_bounds and _exempt: their shortcut for valid ratios --------------
+
+def _full_exempt(r, b):
+    """_exempt without its shortcut (every ratio judged)."""
+    eps = controller.RATIO_EPS
+    c = (r.dirty, r.dirty_high, r.full)
+    out = [not lo - eps <= v <= hi + eps for v, (lo, hi) in zip(c, b.ranges(), strict=True)]
+    if c[0] > c[1] + eps:
+        out[0] = out[1] = True
+    if c[1] > c[2] + eps:
+        out[1] = out[2] = True
+    return tuple(out)
+
+
+def _full_out_of_bounds_is_empty(r, b):
+    eps = controller.RATIO_EPS
+    c = (r.dirty, r.dirty_high, r.full)
+    return not (any(v < lo - eps or v > hi + eps for v, (lo, hi) in
+                    zip(c, b.ranges(), strict=True))
+                or c[0] > c[1] + eps or c[1] > c[2] + eps)
+
+
+NEAR_EDGES = st.one_of(st.sampled_from([0.0, 0.1, 0.3, 0.6, 0.8, 0.9, 1.0, math.nan,
+                                        0.1 - 0.4e-6, 0.1 - 0.6e-6, 0.9 + 0.4e-6, 0.9 + 0.6e-6]),
+                       st.floats(0.0, 1.0))
+
+
+@given(st.tuples(NEAR_EDGES, NEAR_EDGES, NEAR_EDGES))
+def test_shortcut_for_valid_ratios_is_what_the_full_checks_give(t):
+    r, b = Ratios(*t), Bounds()
+    assert _exempt(r, b) == _full_exempt(r, b)
+    assert (out_of_bounds(r, b) == []) == _full_out_of_bounds_is_empty(r, b)
