@@ -461,6 +461,10 @@ class SeriesCache:
         self._entries: Deque[HistoryEntry] = deque()   # the entries mirrored, oldest first
         self._cols = np.empty((len(_SERIES_FIELDS), 0))
         self._masks = np.empty((len(_SERIES_MASKS), 0), dtype=bool)   # in step with _cols
+        # The same buffers, read-only: series() hands out views of these, so
+        # fit() can never change the mirrored rows (and no view is flagged
+        # one by one).
+        self._cols_ro, self._masks_ro = _read_only(self._cols), _read_only(self._masks)
         self._first = 0     # rows [_first, _end) are the rated entries of _entries
         self._end = 0
         self._prev_user: Optional[int] = None   # user bytes of the newest entry
@@ -469,11 +473,8 @@ class SeriesCache:
     def series(self, history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
         if not self._follow(history, tier):
             self._rebuild(history, tier)
-        block = self._cols[:, self._first:self._end]
-        masks = self._masks[:, self._first:self._end]
-        # fit() must never change the mirrored rows
-        block.flags.writeable = masks.flags.writeable = False
-        return _make_series(block, masks)
+        return _make_series(self._cols_ro[:, self._first:self._end],
+                            self._masks_ro[:, self._first:self._end])
 
     def _follow(self, history: Sequence[HistoryEntry], tier: CacheTier) -> bool:
         """Bring the rows up to date from the entries added and dropped since
@@ -508,6 +509,7 @@ class SeriesCache:
         # the rows every history-length appends.
         self._cols = np.empty((len(_SERIES_FIELDS), 2 * len(history) + 8))
         self._masks = np.empty((len(_SERIES_MASKS), self._cols.shape[1]), dtype=bool)
+        self._cols_ro, self._masks_ro = _read_only(self._cols), _read_only(self._masks)
         self._first = self._end = 0
         self._prev_user = None
         self.levels = None
@@ -537,6 +539,14 @@ class SeriesCache:
         masks = np.empty((len(_SERIES_MASKS), cols.shape[1]), dtype=bool)
         masks[:, :rows] = self._masks[:, self._first:self._end]
         self._cols, self._masks, self._first, self._end = cols, masks, 0, rows
+        self._cols_ro, self._masks_ro = _read_only(cols), _read_only(masks)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of a (a itself stays writable)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 # --- numpy helpers ---------------------------------------------------------
@@ -610,12 +620,23 @@ def _wstd(x: np.ndarray, w: np.ndarray, total: Optional[float] = None,
     return _wstats(x, w, total)[1]
 
 
+def _mean(x: np.ndarray) -> float:
+    """x.mean() without its Python wrapper: the same pairwise sum, divided
+    by the count (x not empty)."""
+    return float(np.add.reduce(x)) / x.size
+
+
+def _sum_squares(d: np.ndarray) -> float:
+    """(d ** 2).sum(): numpy squares by d * d, and sums as add.reduce does."""
+    return float(np.add.reduce(d * d))
+
+
 def _r2(y: np.ndarray, fitted: np.ndarray) -> Optional[float]:
     """Against the mean; None when y does not vary (nothing to explain)."""
-    ss_tot = float(((y - y.mean()) ** 2).sum())
+    ss_tot = _sum_squares(y - _mean(y))
     if ss_tot <= 0.0:
         return None
-    return 1.0 - float(((y - fitted) ** 2).sum()) / ss_tot
+    return 1.0 - _sum_squares(y - fitted) / ss_tot
 
 
 # --- inflow -----------------------------------------------------------------
@@ -895,7 +916,7 @@ def _line(x: np.ndarray, y: np.ndarray) -> Tuple[float, float]:
     """Least squares y ~= intercept + slope * x: (slope, intercept), as
     np.polyfit(x, y, 1) gives them (to rounding) in a tenth of its time.
     Centred sums keep it exact enough; x varies (the caller checks)."""
-    xm, ym = float(x.mean()), float(y.mean())
+    xm, ym = _mean(x), _mean(y)
     dx = x - xm
     slope = float(dx.dot(y - ym) / dx.dot(dx))
     return slope, ym - slope * xm
