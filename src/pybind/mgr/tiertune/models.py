@@ -11,7 +11,18 @@ import math
 from collections import deque
 from dataclasses import InitVar, dataclass, field
 from functools import partial
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Deque,
+    Dict,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 # The lint venv has no numpy; Debian's python3-numpy (with its stubs) is the
 # runtime one.  unused-ignore keeps this line clean wherever numpy is found.
@@ -1092,20 +1103,69 @@ def fit(history: Sequence[HistoryEntry], tier: CacheTier,
     says whether the whole is worth acting on.  With a cache (one per pool,
     given the same pool's history every call) the arrays are kept across
     calls instead of rebuilt; the model is the same."""
-    if cache is not None:
-        s = cache.series(history, tier)
-        levels = cache.levels if history else None
-    else:
-        s = _series(history, tier)
-        levels = agent_levels(tier, history[-1].sample.counters) if history else None
-    window_s = float(history[-1].sample.mono - history[0].sample.mono) if history else 0.0
-    notes: List[str] = []
-    inflow = _inflow(s, tier, levels)
-    flush = _flush(s, notes)
-    why_not = _why_not(tier, len(s), window_s)
-    return PoolModel(
-        fitted=why_not is None, why_not=why_not, samples=len(s), window_s=window_s,
-        inflow=inflow, flush=flush, evict=_evict(s, tier, levels), hits=_hits(s),
-        promote=_promote(s, tier, limits, levels),
-        predictions=_predictions(s, history, tier, levels, inflow, flush),
-        notes=tuple(notes))
+    return fit_pools([FitJob(history, tier, limits, cache)])[0]
+
+
+class FitJob(NamedTuple):
+    """One pool's fit() arguments, for fit_pools."""
+    history: Sequence[HistoryEntry]
+    tier: CacheTier
+    limits: PromoteLimits = DEFAULT_LIMITS
+    cache: Optional[SeriesCache] = None
+
+
+def fit_pools(jobs: Sequence[FitJob]) -> List[PoolModel]:
+    """fit() for several pools: one estimate at a time for all of them,
+    rather than one pool at a time, so that each estimate's code (ours and
+    numpy's) runs for every pool while the CPU still holds it in its caches
+    (at 64 cache pools a tick took about a tenth less CPU).  Each model is
+    exactly what fit() gives that pool alone: no estimate of one pool reads
+    another's, and a pool's SeriesCache views stay valid until its next fit."""
+    fits = [_PoolFit(job) for job in jobs]
+    for f in fits:
+        f.inflow = _inflow(f.s, f.job.tier, f.levels)
+    for f in fits:
+        f.flush = _flush(f.s, f.notes)
+    for f in fits:
+        f.evict = _evict(f.s, f.job.tier, f.levels)
+    for f in fits:
+        f.hits = _hits(f.s)
+    for f in fits:
+        f.promote = _promote(f.s, f.job.tier, f.job.limits, f.levels)
+    for f in fits:
+        f.predictions = _predictions(f.s, f.job.history, f.job.tier, f.levels, f.inflow,
+                                     f.flush)
+    return [f.model() for f in fits]
+
+
+class _PoolFit:
+    """One pool's fit in progress (fit_pools): its arrays, then each
+    estimate as its step runs for every pool."""
+    inflow: InflowModel
+    flush: FlushModel
+    evict: EvictModel
+    hits: HitModel
+    promote: PromoteGate
+    predictions: Predictions
+
+    def __init__(self, job: FitJob) -> None:
+        self.job = job
+        history, tier = job.history, job.tier
+        self.s: _Series
+        self.levels: Optional[AgentLevels]
+        if job.cache is not None:
+            self.s = job.cache.series(history, tier)
+            self.levels = job.cache.levels if history else None
+        else:
+            self.s = _series(history, tier)
+            self.levels = agent_levels(tier, history[-1].sample.counters) if history else None
+        self.notes: List[str] = []
+
+    def model(self) -> PoolModel:
+        history, s = self.job.history, self.s
+        window_s = float(history[-1].sample.mono - history[0].sample.mono) if history else 0.0
+        why_not = _why_not(self.job.tier, len(s), window_s)
+        return PoolModel(
+            fitted=why_not is None, why_not=why_not, samples=len(s), window_s=window_s,
+            inflow=self.inflow, flush=self.flush, evict=self.evict, hits=self.hits,
+            promote=self.promote, predictions=self.predictions, notes=tuple(self.notes))

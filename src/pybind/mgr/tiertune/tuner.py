@@ -66,20 +66,20 @@ class Tuner:
             del self.views[pid]
         for pid in [p for p in self.series if p not in tiers]:
             del self.series[pid]
-        for pid, tier in tiers.items():
-            hist = book.get(pid)
-            # The deque itself: fit() reads it by index near its ends.
-            entries: Sequence[HistoryEntry] = hist.entries if hist else ()
-            cache = self.series.get(pid)
-            if cache is None:
-                cache = self.series[pid] = models.SeriesCache()
-            model = models.fit(entries, tier, limits.get(pid, models.DEFAULT_LIMITS), cache)
+        jobs = [self._fit_job(pid, tier, book, limits) for pid, tier in tiers.items()]
+        # Every pool's model first, then every pool's decision: each step's
+        # code runs for all pools in a row (see models.fit_pools).  Fitting
+        # is pure, so the decisions and their effects come in the same
+        # order, on the same models, as pool by pool.
+        fitted = models.fit_pools(jobs)
+        for (pid, tier), job, model in zip(tiers.items(), jobs, fitted, strict=True):
+            entries = job.history
             ps = self.settings.pool(pid)
             mode = self.settings.effective_mode(pid)
             if mode == 'on':
                 self._notice_manual_change(pid, tier, eff)
                 mode = self.settings.effective_mode(pid)
-            levels = cache.levels   # the newest entry's, as fit() just computed them
+            levels = self.series[pid].levels   # the newest entry's, as fit_pools computed them
             inp = controller.ControllerInput(
                 now_s=mono, ratios=tier.ratios,
                 fill=levels.fill if levels else None, dirty=levels.dirty if levels else None,
@@ -98,6 +98,16 @@ class Tuner:
             self.views[pid] = PoolView(model=model, decision=decision, mode=mode)
             if mode == 'on' and decision.action == 'change':
                 self._apply(pid, tier, decision, eff, mono, wall)
+
+    def _fit_job(self, pid: int, tier: CacheTier, book: HistoryBook,
+                 limits: Mapping[int, models.PromoteLimits]) -> models.FitJob:
+        hist = book.get(pid)
+        # The deque itself: fit() reads it by index near its ends.
+        entries: Sequence[HistoryEntry] = hist.entries if hist else ()
+        cache = self.series.get(pid)
+        if cache is None:
+            cache = self.series[pid] = models.SeriesCache()
+        return models.FitJob(entries, tier, limits.get(pid, models.DEFAULT_LIMITS), cache)
 
     def _notice_manual_change(self, pid: int, tier: CacheTier, eff: Effects) -> None:
         """A ratio that differs from what tiertune last set was changed by
