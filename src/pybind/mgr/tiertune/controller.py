@@ -204,11 +204,17 @@ def _triple(r: Ratios) -> Triple:
     return (float(r.dirty), float(r.dirty_high), float(r.full))
 
 
+def _eq_micro(x: float, y: float) -> bool:
+    """Equal as the mon stores them (millionths).  Equal floats are, without
+    rounding either: the usual case, a ratio that does not move."""
+    return x == y or _micro(x) == _micro(y)
+
+
 def same(a: Ratios, b: Ratios) -> bool:
     """Equal as the mon stores them (millionths)."""
     # Unrolled: called several times per pool per tick.
-    return (_micro(a.dirty) == _micro(b.dirty) and _micro(a.dirty_high) == _micro(b.dirty_high)
-            and _micro(a.full) == _micro(b.full))
+    return (_eq_micro(a.dirty, b.dirty) and _eq_micro(a.dirty_high, b.dirty_high)
+            and _eq_micro(a.full, b.full))
 
 
 def _f(x: float) -> str:
@@ -681,8 +687,8 @@ def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, 
     for i, (name, (lo, hi)) in enumerate(zip(NAMES, bounds.ranges(), strict=True)):
         w = whys.get(name, _NO_WHY)
         c, r, n = getattr(current, name), getattr(rec, name), getattr(nxt, name)
-        moves = _micro(n) != _micro(c)
-        if not moves and _micro(r) == _micro(c) and not w.say_if_kept:
+        moves = not _eq_micro(n, c)
+        if not moves and _eq_micro(r, c) and not w.say_if_kept:
             continue    # no sentence (the usual tick): build none of its parts
         label = LABELS[name]
         lead = f'{w.why}: ' if w.why else ''
@@ -695,9 +701,9 @@ def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, 
         if moves:
             verb = 'lowering' if n < c else 'raising'
             target = f'{w.bound} {_f(r)}' if w.bound else _f(r)
-            to = f' toward {target}' if _micro(n) != _micro(r) else ''
+            to = f' toward {target}' if not _eq_micro(n, r) else ''
             s = f'{lead}{verb} {label} {_f(c)} -> {_f(n)}{to} {purpose}'
-        elif _micro(r) != _micro(c):
+        elif not _eq_micro(r, c):
             why_not = held or (f'within the {_f(knobs.deadband)} deadband'
                                if abs(r - c) < knobs.deadband else 'held')
             s = f'{lead}{label} would go {_f(c)} -> {_f(r)} {purpose}; not now: {why_not}'

@@ -768,3 +768,10 @@ def test_shortcut_for_valid_ratios_is_what_the_full_checks_give(t):
     r, b = Ratios(*t), Bounds()
     assert _exempt(r, b) == _full_exempt(r, b)
     assert (out_of_bounds(r, b) == []) == _full_out_of_bounds_is_empty(r, b)
+
+
+@given(st.floats(-2.0, 2.0), st.floats(-2.0, 2.0))
+@example(0.3, 0.3 + 0.4e-6)
+@example(0.0, -0.0)
+def test_eq_micro_is_equality_in_millionths(x, y):
+    assert controller._eq_micro(x, y) == (controller._micro(x) == controller._micro(y))
