@@ -220,8 +220,10 @@ def same(a: Ratios, b: Ratios) -> bool:
 def _f(x: float) -> str:
     """A ratio for a sentence: two decimals, a third only when needed (the
     exact values are in Decision.numbers and the ratios themselves)."""
-    s = f'{x:.3f}'.rstrip('0')
-    whole, _, frac = s.partition('.')
+    s = f'{x:.3f}'
+    if s[-4:-3] == '.':     # finite: three decimals; the third only when not 0
+        return s[:-1] if s[-1] == '0' else s
+    whole, _, frac = s.rstrip('0').partition('.')   # inf, nan
     return f'{whole}.{frac.ljust(2, "0")}'
 
 
@@ -347,12 +349,17 @@ def step(current: Ratios, recommended: Ratios, knobs: Knobs,
         skip = abs(delta) < knobs.deadband - RATIO_EPS and not ex
         t.append(ci if skip else ci + _clamp(delta, -knobs.max_step, knobs.max_step))
         moving.append(not skip)
-    x = list(t)
+    x = list(t)     # a skipped ratio's t is its current value
     for j in range(3):
         if not moving[j]:
-            below = [t[i] for i in range(j) if moving[i]]
-            above = [t[k] for k in range(j + 1, 3) if moving[k]]
-            x[j] = min([max([c[j], *below]), *above])
+            # max(c_j, moved t below), then min(that, moved t above), as
+            # the builtins compare: one item at a time.
+            for i in range(j):
+                if moving[i] and t[i] > x[j]:
+                    x[j] = t[i]
+            for k in range(j + 1, 3):
+                if moving[k] and t[k] < x[j]:
+                    x[j] = t[k]
     between: Ranges = ((min(c[0], r[0]), max(c[0], r[0])),
                        (min(c[1], r[1]), max(c[1], r[1])),
                        (min(c[2], r[2]), max(c[2], r[2])))

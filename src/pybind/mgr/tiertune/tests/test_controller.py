@@ -775,3 +775,49 @@ def test_shortcut_for_valid_ratios_is_what_the_full_checks_give(t):
 @example(0.0, -0.0)
 def test_eq_micro_is_equality_in_millionths(x, y):
     assert controller._eq_micro(x, y) == (controller._micro(x) == controller._micro(y))
+
+
+def _f_as_before(x):
+    s = f'{x:.3f}'.rstrip('0')
+    whole, _, frac = s.partition('.')
+    return f'{whole}.{frac.ljust(2, "0")}'
+
+
+@given(st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 0.3, 0.35, 0.355, 1.0, 500.0, 1e20])))
+def test_ratio_text_is_what_it_was(x):
+    assert controller._f(x) == _f_as_before(x)
+
+
+def _step_as_before(current, recommended, knobs, exempt):
+    """step() as it was written before its push loop was unrolled."""
+    eps = controller.RATIO_EPS
+    c = (current.dirty, current.dirty_high, current.full)
+    r = (recommended.dirty, recommended.dirty_high, recommended.full)
+    if c == r and c[0] <= c[1] <= c[2]:
+        return controller._round(c)
+    t, moving = [], []
+    for ci, ri, ex in zip(c, r, exempt, strict=True):
+        delta = ri - ci
+        skip = abs(delta) < knobs.deadband - eps and not ex
+        t.append(ci if skip else ci + controller._clamp(delta, -knobs.max_step, knobs.max_step))
+        moving.append(not skip)
+    x = list(t)
+    for j in range(3):
+        if not moving[j]:
+            below = [t[i] for i in range(j) if moving[i]]
+            above = [t[k] for k in range(j + 1, 3) if moving[k]]
+            x[j] = min([max([c[j], *below]), *above])
+    between = tuple((min(a, b), max(a, b)) for a, b in zip(c, r, strict=True))
+    return controller._round(order_within((x[0], x[1], x[2]), between))
+
+
+RATIO = st.floats(0.0, 1.0)
+
+
+@given(st.tuples(RATIO, RATIO, RATIO), st.tuples(RATIO, RATIO, RATIO).map(sorted),
+       st.tuples(st.booleans(), st.booleans(), st.booleans()),
+       st.sampled_from([Knobs(), Knobs(max_step=0.05, deadband=0.03), Knobs(max_step=1.0)]))
+def test_step_is_what_it_was(cur, rec, exempt, knobs):
+    current, recommended = Ratios(*cur), Ratios(*rec)
+    assert step(current, recommended, knobs, exempt) == \
+        _step_as_before(current, recommended, knobs, exempt)
