@@ -616,7 +616,7 @@ def _wmean(x: np.ndarray, w: np.ndarray, total: Optional[float] = None) -> Optio
     if num == num and total is not None:
         # _wstats' own first step, for the usual NaN-free x with a known
         # total (a weighted mean is the commonest figure in a fit).
-        return num / total if total > 0.0 else None
+        return None if total <= 0.0 else num / total
     return _wstats(x, w, total, spread=False)[0]
 
 
