@@ -482,8 +482,16 @@ class SeriesCache:
         self.levels: Optional[AgentLevels] = None   # agent levels of the newest entry
 
     def series(self, history: Sequence[HistoryEntry], tier: CacheTier) -> _Series:
+        self.update(history, tier)
+        return self.view()
+
+    def update(self, history: Sequence[HistoryEntry], tier: CacheTier) -> None:
+        """Bring the rows up to this history: series() without the arrays."""
         if not self._follow(history, tier):
             self._rebuild(history, tier)
+
+    def view(self) -> _Series:
+        """The arrays of the rows as the last update left them."""
         return _make_series(self._cols_ro[:, self._first:self._end],
                             self._masks_ro[:, self._first:self._end])
 
@@ -1121,6 +1129,9 @@ def fit_pools(jobs: Sequence[FitJob]) -> List[PoolModel]:
     (at 64 cache pools a tick took about a tenth less CPU).  Each model is
     exactly what fit() gives that pool alone: no estimate of one pool reads
     another's, and a pool's SeriesCache views stay valid until its next fit."""
+    for job in jobs:    # every pool's new rows, then every pool's arrays
+        if job.cache is not None:
+            job.cache.update(job.history, job.tier)
     fits = [_PoolFit(job) for job in jobs]
     for f in fits:
         f.inflow = _inflow(f.s, f.job.tier, f.levels)
@@ -1153,8 +1164,8 @@ class _PoolFit:
         history, tier = job.history, job.tier
         self.s: _Series
         self.levels: Optional[AgentLevels]
-        if job.cache is not None:
-            self.s = job.cache.series(history, tier)
+        if job.cache is not None:     # updated to this history by fit_pools
+            self.s = job.cache.view()
             self.levels = job.cache.levels if history else None
         else:
             self.s = _series(history, tier)
