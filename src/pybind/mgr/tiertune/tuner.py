@@ -4,6 +4,7 @@ The mgr is reached only through the Effects callbacks, so this runs the same
 in ceph-mgr, in unit tests and in the simulator.
 """
 
+import dataclasses
 import errno
 import time
 from collections import deque
@@ -37,12 +38,29 @@ class Effects:
     log: Callable[[str], None] = print
 
 
-@dataclass
 class PoolView:
-    """What status/eval show for one pool after a tick."""
-    model: models.PoolModel
-    decision: controller.Decision
-    mode: str
+    """What status/eval show for one pool after a tick.  The model's promote
+    gate, which only they read, is computed the first time the model is
+    (see models.DeferredGate); the health checks read its predictions
+    without it."""
+
+    def __init__(self, model: models.PoolModel, decision: controller.Decision, mode: str,
+                 gate: Optional[Callable[[], models.PromoteGate]] = None) -> None:
+        self._model = model
+        self._gate = gate
+        self.decision = decision
+        self.mode = mode
+
+    @property
+    def model(self) -> models.PoolModel:
+        if self._gate is not None:
+            self._model = dataclasses.replace(self._model, promote=self._gate())
+            self._gate = None
+        return self._model
+
+    @property
+    def predictions(self) -> models.Predictions:
+        return self._model.predictions
 
 
 @dataclass
@@ -70,9 +88,10 @@ class Tuner:
         # Every pool's model first, then every pool's decision: each step's
         # code runs for all pools in a row (see models.fit_pools).  Fitting
         # is pure, so the decisions and their effects come in the same
-        # order, on the same models, as pool by pool.
-        fitted = models.fit_pools(jobs)
-        for (pid, tier), job, model in zip(tiers.items(), jobs, fitted, strict=True):
+        # order, on the same models, as pool by pool.  The promote gates
+        # wait until status or eval reads a model (see PoolView).
+        fitted = models.fit_pools_deferred(jobs)
+        for (pid, tier), job, (model, gate) in zip(tiers.items(), jobs, fitted, strict=True):
             entries = job.history
             ps = self.settings.pool(pid)
             mode = self.settings.effective_mode(pid)
@@ -86,7 +105,7 @@ class Tuner:
                 # The rate limit waits a hit-set period because a change
                 # resets the PGs' hit sets; a pool without any loses none.
                 hit_set_period_s=tier.hit_set.period_s if tier.hit_set.active else 0,
-                model=model,
+                model=model,    # its promote gate pending: the law does not read it
                 bounds=ps.bounds, knobs=ps.knobs,
                 # A wall clock stepped back would put the change in the
                 # future; count it as now rather than hold until then.
@@ -95,7 +114,7 @@ class Tuner:
                 hold_reasons=tuple(hold_reasons(tier, entries, flags, sleep_interval, mono)),
                 target_max_bytes=tier.target_max_bytes)
             decision = controller.decide(inp)
-            self.views[pid] = PoolView(model=model, decision=decision, mode=mode)
+            self.views[pid] = PoolView(model, decision, mode, gate)
             if mode == 'on' and decision.action == 'change':
                 self._apply(pid, tier, decision, eff, mono, wall)
 
