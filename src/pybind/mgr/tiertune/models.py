@@ -461,10 +461,10 @@ class SeriesCache:
     was most of fit()'s cost).  Rows live in preallocated columns, appended
     at the end and trimmed at the start as the history's deque drops its
     oldest entries; series() returns read-only views, valid until the next
-    call, and after it too except for the growth (and growing) of their
-    first row: later calls write past the rows a view holds, into fresh
-    columns, or (the one exception) NaN into the growth of the new first
-    row (DeferredGate relies on this).  It follows the history by entry identity, as a PoolHistory
+    call, and after it too except for growth (and growing): later calls
+    write past the rows a view holds, into fresh columns, or (the one
+    exception) NaN into the growth of a row that became the history's
+    first (DeferredGate relies on this).  It follows the history by entry identity, as a PoolHistory
     changes: entries appended at the end, dropped from the start.  When the
     history is not such a continuation of the one it mirrors (its newest
     entry missing, the first entry not where it should be) or the tier
