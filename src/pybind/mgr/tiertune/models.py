@@ -1149,15 +1149,15 @@ class DeferredGate:
     operator's command rather than every tick, and it was a tenth of a
     tick's CPU.  It gives what fit() gives, whenever asked: it holds the
     fit's arrays, whose rows the pool's later SeriesCache updates leave
-    as they are (they write past them, or into the growth of the first
-    row, which the gate does not read)."""
+    as they are but for growth, which the gate does not read (see
+    SeriesCache)."""
 
     def __init__(self, s: _Series, tier: CacheTier, limits: PromoteLimits,
                  levels: Optional[AgentLevels]) -> None:
-        self._args = (s, tier, limits, levels)
+        self._s, self._tier, self._limits, self._levels = s, tier, limits, levels
 
     def __call__(self) -> PromoteGate:
-        return _promote(*self._args)
+        return _promote(self._s, self._tier, self._limits, self._levels)
 
 
 def fit_pools_deferred(jobs: Sequence[FitJob]) -> List[Tuple[PoolModel, DeferredGate]]:
