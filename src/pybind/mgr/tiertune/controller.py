@@ -48,7 +48,8 @@ even when the move is under the deadband.
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from .bounds import OSD_AGENT_SLOP, Bounds, Knobs
 from .models import Band, PoolModel, idle_threshold_bps
@@ -145,6 +146,7 @@ class Decision:
     next: Ratios                     # what to set now: a bounded step toward recommended
                                      # (== current unless action == 'change')
     reasons: Sequence[str]           # why, one short sentence each, most important first
+                                     # (worded when first read: see _Reasons)
     bounds_block: Optional[str] = None  # the model wants a change the bounds forbid
     numbers: Dict[str, Any] = field(default_factory=dict)  # the figures behind it, for eval
 
@@ -158,6 +160,46 @@ class Decision:
             'bounds_block': self.bounds_block,
             'numbers': _json_ready(self.numbers),
         }
+
+
+class _Reasons(Sequence[str]):
+    """A decision's reasons, put into words when first read.  Status, eval
+    and the audit of an applied change read them; in most ticks nothing
+    does, and wording them was a twentieth of a tick's CPU.  Equal to, and
+    shown as, the tuple of its sentences (what Decision.reasons was)."""
+
+    def __init__(self, words: Callable[[], List[str]]) -> None:
+        self._words: Optional[Callable[[], List[str]]] = words
+        self._text: Tuple[str, ...] = ()
+
+    def _sentences(self) -> Tuple[str, ...]:
+        if self._words is not None:
+            self._text = tuple(self._words())
+            self._words = None
+        return self._text
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, i: Union[int, slice]) -> Union[str, Sequence[str]]:
+        return self._sentences()[i]
+
+    def __len__(self) -> int:
+        return len(self._sentences())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Reasons):
+            other = other._sentences()
+        return self._sentences() == other
+
+    def __hash__(self) -> int:
+        return hash(self._sentences())
+
+    def __repr__(self) -> str:
+        return repr(self._sentences())
 
 
 # --- Helpers --------------------------------------------------------------
@@ -748,10 +790,10 @@ def decide(inp: ControllerInput) -> Decision:
     if bound_problem is not None or knob_problem is not None:
         # The module validates both before storing them; hold rather than
         # guess if something slipped through.
-        reasons = [f'unusable {what}: {p}' for what, p in (('bounds', bound_problem),
-                                                             ('knobs', knob_problem)) if p]
+        unusable = [f'unusable {what}: {p}' for what, p in (('bounds', bound_problem),
+                                                              ('knobs', knob_problem)) if p]
         return Decision(action='hold', current=current, recommended=current, next=current,
-                        reasons=tuple(reasons))
+                        reasons=tuple(unusable))
 
     invalid = out_of_bounds(current, inp.bounds)
     interval, since, remaining = _rate_limit(inp)
@@ -773,24 +815,21 @@ def decide(inp: ControllerInput) -> Decision:
         holds.append(f'model not fitted: {inp.model.why_not or "no reason given"}')
     if holds:
         # Say where it would go, do not move.
-        reasons = holds + _invalid_note(invalid, current, recommended, 'would move')
-        if law is not None:
-            reasons += _ratio_sentences(current, recommended, current, law.whys, 'holding',
-                                        inp.knobs, inp.bounds) + law.notes
+        reasons = _Reasons(partial(_reasons, holds + _invalid_note(invalid, current, recommended,
+                                                                   'would move'),
+                                   current, recommended, current, law, 'holding', inp))
         return Decision(action='hold', current=current, recommended=recommended,
-                        next=current, reasons=tuple(reasons), numbers=numbers)
+                        next=current, reasons=reasons, numbers=numbers)
 
     assert law is not None
     nxt = step(current, recommended, inp.knobs, _exempt(current, inp.bounds))
     bounds_block = '; '.join(law.blocks) if law.blocks else None
     lead = _invalid_note(invalid, current, recommended, 'moving')
     if same(nxt, current):
-        reasons = lead + _ratio_sentences(current, recommended, current, law.whys, None,
-                                          inp.knobs, inp.bounds) + law.notes
-        if not reasons:
-            reasons = [f'ratios {_fmt(current)} are where the law wants them']
+        reasons = _Reasons(partial(_reasons, lead, current, recommended, current, law, None, inp,
+                                   where_if_nothing=True))
         return Decision(action='none', current=current, recommended=recommended,
-                        next=current, reasons=tuple(reasons), bounds_block=bounds_block,
+                        next=current, reasons=reasons, bounds_block=bounds_block,
                         numbers=numbers)
     if remaining is not None and remaining > 0:
         numbers['held_step'] = nxt.as_dict()
@@ -801,14 +840,29 @@ def decide(inp: ControllerInput) -> Decision:
                  f'as each change resets the PGs\' hit sets)')
         if since is not None and since < 0:
             limit += '; the last change is recorded in the future (clock stepped back?)'
-        reasons = [limit, *lead,
-                   *_ratio_sentences(current, recommended, current, law.whys, 'rate limited',
-                                     inp.knobs, inp.bounds),
-                   *law.notes]
+        reasons = _Reasons(partial(_reasons, [limit, *lead], current, recommended, current, law,
+                                   'rate limited', inp))
         return Decision(action='hold', current=current, recommended=recommended,
-                        next=current, reasons=tuple(reasons), bounds_block=bounds_block,
+                        next=current, reasons=reasons, bounds_block=bounds_block,
                         numbers=numbers)
-    reasons = lead + _ratio_sentences(current, recommended, nxt, law.whys, None,
-                                      inp.knobs, inp.bounds) + law.notes
+    reasons = _Reasons(partial(_reasons, lead, current, recommended, nxt, law, None, inp))
     return Decision(action='change', current=current, recommended=recommended, next=nxt,
-                    reasons=tuple(reasons), bounds_block=bounds_block, numbers=numbers)
+                    reasons=reasons, bounds_block=bounds_block, numbers=numbers)
+
+
+def _reasons(head: List[str], current: Ratios, recommended: Ratios, shown: Ratios,
+             law: Optional[_Law], held: Optional[str], inp: ControllerInput,
+             where_if_nothing: bool = False) -> List[str]:
+    """A decision's reasons (worded when first read, see _Reasons): head,
+    then a sentence per ratio worth mentioning (shown: the ratios the
+    decision sets; held: why it does not move them), then the law's notes;
+    with where_if_nothing, that the ratios are where the law wants them
+    when there is nothing else to say."""
+    out = list(head)
+    if law is not None:
+        out += _ratio_sentences(current, recommended, shown, law.whys, held, inp.knobs,
+                                inp.bounds)
+        out += law.notes
+    if where_if_nothing and not out:
+        out = [f'ratios {_fmt(current)} are where the law wants them']
+    return out

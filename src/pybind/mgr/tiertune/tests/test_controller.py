@@ -821,3 +821,17 @@ def test_step_is_what_it_was(cur, rec, exempt, knobs):
     current, recommended = Ratios(*cur), Ratios(*rec)
     assert step(current, recommended, knobs, exempt) == \
         _step_as_before(current, recommended, knobs, exempt)
+
+
+@settings(max_examples=60, deadline=None)
+@given(input_st())
+def test_reasons_worded_late_are_a_tuple_of_sentences(inp):
+    """Reasons are worded when first read (_Reasons); they behave as the
+    tuple of sentences they were, whenever read."""
+    dec, again = decide(inp), decide(inp)
+    words = tuple(again.reasons)        # read at once
+    assert isinstance(words, tuple) and all(isinstance(r, str) for r in words)
+    assert dec.reasons == words and words == dec.reasons and dec == again
+    assert repr(dec.reasons) == repr(words) and len(dec.reasons) == len(words)
+    assert dec.reasons[:1] == words[:1] and list(dec.reasons) == list(words)
+    assert hash(dec.reasons) == hash(words)
