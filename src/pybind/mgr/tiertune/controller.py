@@ -123,7 +123,8 @@ class ControllerInput:
     fill: Optional[float]            # pool-level fill, fraction of target (agent arithmetic)
     dirty: Optional[float]           # pool-level dirty, fraction of target
     hit_set_period_s: int
-    model: PoolModel
+    model: PoolModel                 # the law never reads its promote gate (the tuner
+                                     # passes it pending: models.fit_pools_deferred)
     bounds: Bounds
     knobs: Knobs
     last_change_s: Optional[float]   # when tiertune last changed this pool (same clock)
