@@ -835,3 +835,14 @@ def test_reasons_worded_late_are_a_tuple_of_sentences(inp):
     assert repr(dec.reasons) == repr(words) and len(dec.reasons) == len(words)
     assert dec.reasons[:1] == words[:1] and list(dec.reasons) == list(words)
     assert hash(dec.reasons) == hash(words)
+
+
+@settings(max_examples=60, deadline=None)
+@given(input_st())
+def test_decision_does_not_read_the_promote_gate(inp):
+    """The tuner decides on models whose promote gate is pending
+    (models.fit_pools_deferred): the decision must be the same."""
+    from tiertune.models import PROMOTE_PENDING
+    pending = dataclasses.replace(inp, model=dataclasses.replace(inp.model,
+                                                                 promote=PROMOTE_PENDING))
+    assert decide(pending) == decide(inp)
