@@ -34,6 +34,13 @@ class Bounds:
         inside 0..1 and not inverted, and some dirty <= dirty_high <= full
         exists inside them (each ratio's minimum may not exceed a later
         ratio's maximum)."""
+        if (0.0 <= self.dirty_ratio_min <= self.dirty_ratio_max <= 1.0
+                and 0.0 <= self.dirty_high_ratio_min <= self.dirty_high_ratio_max <= 1.0
+                and 0.0 <= self.full_ratio_min <= self.full_ratio_max <= 1.0
+                and self.dirty_ratio_min <= self.dirty_high_ratio_max
+                and self.dirty_high_ratio_min <= self.full_ratio_max
+                and self.dirty_ratio_min <= self.full_ratio_max):
+            return None     # every check below passes (the controller asks every tick)
         names = ('dirty_ratio', 'dirty_high_ratio', 'full_ratio')
         for name, (lo, hi) in zip(names, self.ranges(), strict=True):
             for which, v in (('min', lo), ('max', hi)):
@@ -71,7 +78,12 @@ class Knobs:
 
     def problem(self) -> Optional[str]:
         # Field by field, not dataclasses.asdict (a deep copy): the
-        # controller asks every tick for every pool.
+        # controller asks every tick for every pool.  First all the checks
+        # below at once (the bounds of each are finite, and a NaN fails them).
+        if (0.0 < self.horizon_s < math.inf and 0.0 <= self.min_interval_s < math.inf
+                and 0.0 < self.max_step <= 1.0 and OSD_AGENT_SLOP < self.deadband < 1.0
+                and self.deadband <= self.max_step):
+            return None
         for name in KNOB_KEYS:
             v = getattr(self, name)
             if not math.isfinite(v):

@@ -48,7 +48,8 @@ even when the move is under the deadband.
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from .bounds import OSD_AGENT_SLOP, Bounds, Knobs
 from .models import Band, PoolModel, idle_threshold_bps
@@ -122,7 +123,8 @@ class ControllerInput:
     fill: Optional[float]            # pool-level fill, fraction of target (agent arithmetic)
     dirty: Optional[float]           # pool-level dirty, fraction of target
     hit_set_period_s: int
-    model: PoolModel
+    model: PoolModel                 # the law never reads its promote gate (the tuner
+                                     # passes it pending: models.fit_pools_deferred)
     bounds: Bounds
     knobs: Knobs
     last_change_s: Optional[float]   # when tiertune last changed this pool (same clock)
@@ -145,6 +147,7 @@ class Decision:
     next: Ratios                     # what to set now: a bounded step toward recommended
                                      # (== current unless action == 'change')
     reasons: Sequence[str]           # why, one short sentence each, most important first
+                                     # (worded when first read: see _Reasons)
     bounds_block: Optional[str] = None  # the model wants a change the bounds forbid
     numbers: Dict[str, Any] = field(default_factory=dict)  # the figures behind it, for eval
 
@@ -158,6 +161,46 @@ class Decision:
             'bounds_block': self.bounds_block,
             'numbers': _json_ready(self.numbers),
         }
+
+
+class _Reasons(Sequence[str]):
+    """A decision's reasons, put into words when first read.  Status, eval
+    and the audit of an applied change read them; in most ticks nothing
+    does, and wording them was a twentieth of a tick's CPU.  Equal to, and
+    shown as, the tuple of its sentences (what Decision.reasons was)."""
+
+    def __init__(self, words: Callable[[], List[str]]) -> None:
+        self._words: Optional[Callable[[], List[str]]] = words
+        self._text: Tuple[str, ...] = ()
+
+    def _sentences(self) -> Tuple[str, ...]:
+        if self._words is not None:
+            self._text = tuple(self._words())
+            self._words = None
+        return self._text
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, i: Union[int, slice]) -> Union[str, Sequence[str]]:
+        return self._sentences()[i]
+
+    def __len__(self) -> int:
+        return len(self._sentences())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Reasons):
+            other = other._sentences()
+        return self._sentences() == other
+
+    def __hash__(self) -> int:
+        return hash(self._sentences())
+
+    def __repr__(self) -> str:
+        return repr(self._sentences())
 
 
 # --- Helpers --------------------------------------------------------------
@@ -190,8 +233,9 @@ def _micro(x: float) -> int:
 
 
 def _round(t: Triple) -> Ratios:
-    # Rounding is monotone, so an ordered triple stays ordered.
-    return Ratios(*(_micro(v) / MICRO for v in t))
+    # Rounding is monotone, so an ordered triple stays ordered.  Unrolled:
+    # several times per pool per tick.
+    return Ratios(_micro(t[0]) / MICRO, _micro(t[1]) / MICRO, _micro(t[2]) / MICRO)
 
 
 def _to_grid(t: Triple) -> Triple:
@@ -203,18 +247,26 @@ def _triple(r: Ratios) -> Triple:
     return (float(r.dirty), float(r.dirty_high), float(r.full))
 
 
+def _eq_micro(x: float, y: float) -> bool:
+    """Equal as the mon stores them (millionths).  Equal floats are, without
+    rounding either: the usual case, a ratio that does not move."""
+    return x == y or _micro(x) == _micro(y)
+
+
 def same(a: Ratios, b: Ratios) -> bool:
     """Equal as the mon stores them (millionths)."""
     # Unrolled: called several times per pool per tick.
-    return (_micro(a.dirty) == _micro(b.dirty) and _micro(a.dirty_high) == _micro(b.dirty_high)
-            and _micro(a.full) == _micro(b.full))
+    return (_eq_micro(a.dirty, b.dirty) and _eq_micro(a.dirty_high, b.dirty_high)
+            and _eq_micro(a.full, b.full))
 
 
 def _f(x: float) -> str:
     """A ratio for a sentence: two decimals, a third only when needed (the
     exact values are in Decision.numbers and the ratios themselves)."""
-    s = f'{x:.3f}'.rstrip('0')
-    whole, _, frac = s.partition('.')
+    s = f'{x:.3f}'
+    if s[-4:-3] == '.':     # finite: three decimals; the third only when not 0
+        return s[:-1] if s[-1] == '0' else s
+    whole, _, frac = s.rstrip('0').partition('.')   # inf, nan
     return f'{whole}.{frac.ljust(2, "0")}'
 
 
@@ -255,8 +307,21 @@ def order_within(t: Triple, ranges: Ranges) -> Triple:
     return (d, h, f)
 
 
+def _valid(r: Ratios, bounds: Bounds) -> bool:
+    """Within the bounds and ordered (to RATIO_EPS), in one expression: the
+    usual case, where out_of_bounds and _exempt find nothing (a NaN fails
+    it, and they judge it themselves)."""
+    (dlo, dhi), (hlo, hhi), (flo, fhi) = bounds.ranges()
+    d, h, f = r.dirty, r.dirty_high, r.full
+    return (dlo - RATIO_EPS <= d <= dhi + RATIO_EPS and hlo - RATIO_EPS <= h <= hhi + RATIO_EPS
+            and flo - RATIO_EPS <= f <= fhi + RATIO_EPS
+            and d <= h + RATIO_EPS and h <= f + RATIO_EPS)
+
+
 def out_of_bounds(r: Ratios, bounds: Bounds) -> List[str]:
     """What is wrong with r against bounds and the ordering (empty: valid)."""
+    if _valid(r, bounds):
+        return []
     problems = []
     for name, v, (lo, hi) in zip(NAMES, _triple(r), bounds.ranges(), strict=True):
         if v < lo - RATIO_EPS:
@@ -279,6 +344,8 @@ def nearest_valid(r: Ratios, bounds: Bounds) -> Ratios:
 def _exempt(r: Ratios, bounds: Bounds) -> Tuple[bool, bool, bool]:
     """Which ratios are themselves out of range or in a misordered pair: they
     move even when the move is under the deadband."""
+    if _valid(r, bounds):
+        return (False, False, False)
     c = _triple(r)
     out = [not lo - RATIO_EPS <= v <= hi + RATIO_EPS
            for v, (lo, hi) in zip(c, bounds.ranges(), strict=True)]
@@ -325,12 +392,17 @@ def step(current: Ratios, recommended: Ratios, knobs: Knobs,
         skip = abs(delta) < knobs.deadband - RATIO_EPS and not ex
         t.append(ci if skip else ci + _clamp(delta, -knobs.max_step, knobs.max_step))
         moving.append(not skip)
-    x = list(t)
+    x = list(t)     # a skipped ratio's t is its current value
     for j in range(3):
         if not moving[j]:
-            below = [t[i] for i in range(j) if moving[i]]
-            above = [t[k] for k in range(j + 1, 3) if moving[k]]
-            x[j] = min([max([c[j], *below]), *above])
+            # max(c_j, moved t below), then min(that, moved t above), as
+            # the builtins compare: one item at a time.
+            for i in range(j):
+                if moving[i] and t[i] > x[j]:
+                    x[j] = t[i]
+            for k in range(j + 1, 3):
+                if moving[k] and t[k] < x[j]:
+                    x[j] = t[k]
     between: Ranges = ((min(c[0], r[0]), max(c[0], r[0])),
                        (min(c[1], r[1]), max(c[1], r[1])),
                        (min(c[2], r[2]), max(c[2], r[2])))
@@ -409,7 +481,7 @@ def _law(inp: ControllerInput) -> _Law:
     short = max(_finite(m.inflow.short_bps) or 0.0, 0.0)
     evict = max(_finite(m.evict.evict_bps) or 0.0, 0.0)
     burst_seen = _finite(m.inflow.burst_bytes) if m.inflow.bursts_seen > 0 else None
-    whys = {n: _RatioWhy() for n in NAMES}
+    whys: Dict[str, _RatioWhy] = {}     # a ratio with nothing to say has none
     blocks: List[str] = []
     notes: List[str] = []
     nums: Dict[str, Any] = {
@@ -650,7 +722,7 @@ def _law(inp: ControllerInput) -> _Law:
     law = (d_law, h_law, f_law)
     rec = _round(order_within(_to_grid(law), b.ranges()))
     for name, v in zip(NAMES, law, strict=True):
-        if abs(getattr(rec, name) - v) > RECOMMEND_GRID and whys[name].why:
+        if abs(getattr(rec, name) - v) > RECOMMEND_GRID and whys.get(name, _NO_WHY).why:
             # Ordering moved it off the law's value (and off its bound).
             whys[name].bound = ''
             whys[name].purpose += (f' (held at {_f(getattr(rec, name))} to keep dirty <= '
@@ -666,8 +738,8 @@ def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, 
     for i, (name, (lo, hi)) in enumerate(zip(NAMES, bounds.ranges(), strict=True)):
         w = whys.get(name, _NO_WHY)
         c, r, n = getattr(current, name), getattr(rec, name), getattr(nxt, name)
-        moves = _micro(n) != _micro(c)
-        if not moves and _micro(r) == _micro(c) and not w.say_if_kept:
+        moves = not _eq_micro(n, c)
+        if not moves and _eq_micro(r, c) and not w.say_if_kept:
             continue    # no sentence (the usual tick): build none of its parts
         label = LABELS[name]
         lead = f'{w.why}: ' if w.why else ''
@@ -680,9 +752,9 @@ def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, 
         if moves:
             verb = 'lowering' if n < c else 'raising'
             target = f'{w.bound} {_f(r)}' if w.bound else _f(r)
-            to = f' toward {target}' if _micro(n) != _micro(r) else ''
+            to = f' toward {target}' if not _eq_micro(n, r) else ''
             s = f'{lead}{verb} {label} {_f(c)} -> {_f(n)}{to} {purpose}'
-        elif _micro(r) != _micro(c):
+        elif not _eq_micro(r, c):
             why_not = held or (f'within the {_f(knobs.deadband)} deadband'
                                if abs(r - c) < knobs.deadband else 'held')
             s = f'{lead}{label} would go {_f(c)} -> {_f(r)} {purpose}; not now: {why_not}'
@@ -720,10 +792,10 @@ def decide(inp: ControllerInput) -> Decision:
     if bound_problem is not None or knob_problem is not None:
         # The module validates both before storing them; hold rather than
         # guess if something slipped through.
-        reasons = [f'unusable {what}: {p}' for what, p in (('bounds', bound_problem),
-                                                             ('knobs', knob_problem)) if p]
+        unusable = [f'unusable {what}: {p}' for what, p in (('bounds', bound_problem),
+                                                              ('knobs', knob_problem)) if p]
         return Decision(action='hold', current=current, recommended=current, next=current,
-                        reasons=tuple(reasons))
+                        reasons=tuple(unusable))
 
     invalid = out_of_bounds(current, inp.bounds)
     interval, since, remaining = _rate_limit(inp)
@@ -745,24 +817,21 @@ def decide(inp: ControllerInput) -> Decision:
         holds.append(f'model not fitted: {inp.model.why_not or "no reason given"}')
     if holds:
         # Say where it would go, do not move.
-        reasons = holds + _invalid_note(invalid, current, recommended, 'would move')
-        if law is not None:
-            reasons += _ratio_sentences(current, recommended, current, law.whys, 'holding',
-                                        inp.knobs, inp.bounds) + law.notes
+        reasons = _Reasons(partial(_reasons, holds + _invalid_note(invalid, current, recommended,
+                                                                   'would move'),
+                                   current, recommended, current, law, 'holding', inp))
         return Decision(action='hold', current=current, recommended=recommended,
-                        next=current, reasons=tuple(reasons), numbers=numbers)
+                        next=current, reasons=reasons, numbers=numbers)
 
     assert law is not None
     nxt = step(current, recommended, inp.knobs, _exempt(current, inp.bounds))
     bounds_block = '; '.join(law.blocks) if law.blocks else None
     lead = _invalid_note(invalid, current, recommended, 'moving')
     if same(nxt, current):
-        reasons = lead + _ratio_sentences(current, recommended, current, law.whys, None,
-                                          inp.knobs, inp.bounds) + law.notes
-        if not reasons:
-            reasons = [f'ratios {_fmt(current)} are where the law wants them']
+        reasons = _Reasons(partial(_reasons, lead, current, recommended, current, law, None, inp,
+                                   where_if_nothing=True))
         return Decision(action='none', current=current, recommended=recommended,
-                        next=current, reasons=tuple(reasons), bounds_block=bounds_block,
+                        next=current, reasons=reasons, bounds_block=bounds_block,
                         numbers=numbers)
     if remaining is not None and remaining > 0:
         numbers['held_step'] = nxt.as_dict()
@@ -773,14 +842,29 @@ def decide(inp: ControllerInput) -> Decision:
                  f'as each change resets the PGs\' hit sets)')
         if since is not None and since < 0:
             limit += '; the last change is recorded in the future (clock stepped back?)'
-        reasons = [limit, *lead,
-                   *_ratio_sentences(current, recommended, current, law.whys, 'rate limited',
-                                     inp.knobs, inp.bounds),
-                   *law.notes]
+        reasons = _Reasons(partial(_reasons, [limit, *lead], current, recommended, current, law,
+                                   'rate limited', inp))
         return Decision(action='hold', current=current, recommended=recommended,
-                        next=current, reasons=tuple(reasons), bounds_block=bounds_block,
+                        next=current, reasons=reasons, bounds_block=bounds_block,
                         numbers=numbers)
-    reasons = lead + _ratio_sentences(current, recommended, nxt, law.whys, None,
-                                      inp.knobs, inp.bounds) + law.notes
+    reasons = _Reasons(partial(_reasons, lead, current, recommended, nxt, law, None, inp))
     return Decision(action='change', current=current, recommended=recommended, next=nxt,
-                    reasons=tuple(reasons), bounds_block=bounds_block, numbers=numbers)
+                    reasons=reasons, bounds_block=bounds_block, numbers=numbers)
+
+
+def _reasons(head: List[str], current: Ratios, recommended: Ratios, shown: Ratios,
+             law: Optional[_Law], held: Optional[str], inp: ControllerInput,
+             where_if_nothing: bool = False) -> List[str]:
+    """A decision's reasons (worded when first read, see _Reasons): head,
+    then a sentence per ratio worth mentioning (shown: the ratios the
+    decision sets; held: why it does not move them), then the law's notes;
+    with where_if_nothing, that the ratios are where the law wants them
+    when there is nothing else to say."""
+    out = list(head)
+    if law is not None:
+        out += _ratio_sentences(current, recommended, shown, law.whys, held, inp.knobs,
+                                inp.bounds)
+        out += law.notes
+    if where_if_nothing and not out:
+        out = [f'ratios {_fmt(current)} are where the law wants them']
+    return out

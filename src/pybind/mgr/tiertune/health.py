@@ -24,7 +24,7 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, Any],
         view = views.get(pid)
         if view is None:
             continue
-        ttf = view.model.predictions.time_to_full_s
+        ttf = view.predictions.time_to_full_s     # (view.model would compute the promote gate)
         horizon = settings.pool(pid).knobs.horizon_s
         if ttf is not None and ttf.value < horizon:
             full_risk.append(f'pool {tier.pool} is predicted to reach 100% of its target (where '

@@ -5,6 +5,7 @@ caller says the topology may have changed.  Never `pg_dump`, `pg_stats` or
 `pg_summary`: those are O(PGs) and all mgr modules share one GIL.
 """
 
+import operator
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Collection, Dict, Mapping, Optional, Tuple
 
@@ -51,10 +52,17 @@ class PoolCounters:
     @classmethod
     def from_stat_sum(cls, stat_sum: Mapping[str, Any]) -> 'PoolCounters':
         # Positional, from names listed once: twice a cache pool every tick.
-        return cls(*[int(stat_sum.get(name, 0)) for name in COUNTER_NAMES])
+        # The mgr's stat_sum has every counter: one itemgetter call reads
+        # them all; a missing one counts as 0.
+        try:
+            values = _get_counters(stat_sum)
+        except KeyError:
+            return cls(*[int(stat_sum.get(name, 0)) for name in COUNTER_NAMES])
+        return cls(*map(int, values))
 
 
 COUNTER_NAMES = tuple(f.name for f in fields(PoolCounters))
+_get_counters = operator.itemgetter(*COUNTER_NAMES)
 
 
 CUMULATIVE_COUNTERS = ('num_flush', 'num_flush_kb', 'num_evict', 'num_evict_kb',

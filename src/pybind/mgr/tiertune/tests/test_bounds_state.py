@@ -1,4 +1,5 @@
 import dataclasses
+import math
 
 import pytest
 from hypothesis import given
@@ -96,3 +97,36 @@ def test_every_key_is_settable():
         cur = getattr(b, key) if key in BOUND_KEYS else getattr(k, key)
         _, _, problem = with_setting(b, k, key, cur)
         assert problem is None, key
+
+
+# problem()'s first test passes exactly when none of its detailed checks
+# fires: each value near the edges, including inf and NaN.
+EDGY = st.one_of(st.sampled_from([0.0, 1.0, -0.0, 0.02, 0.05, 0.1, 0.5, 600.0, -1e-9,
+                                  1.0 + 1e-9, math.inf, -math.inf, math.nan]),
+                 st.floats(-0.5, 1.5), st.floats(-10.0, 1000.0))
+
+
+def _bounds_checks(b):
+    bad = [not 0.0 <= v <= 1.0 for lo, hi in b.ranges() for v in (lo, hi)]
+    bad += [lo > hi for lo, hi in b.ranges()]
+    bad += [b.dirty_ratio_min > b.dirty_high_ratio_max, b.dirty_high_ratio_min > b.full_ratio_max,
+            b.dirty_ratio_min > b.full_ratio_max]
+    return any(bad)
+
+
+def _knobs_checks(k):
+    return (not all(math.isfinite(getattr(k, n)) for n in KNOB_KEYS) or k.horizon_s <= 0
+            or k.min_interval_s < 0 or not 0.0 < k.max_step <= 1.0
+            or not OSD_AGENT_SLOP < k.deadband < 1.0 or k.deadband > k.max_step)
+
+
+@given(st.lists(EDGY, min_size=6, max_size=6))
+def test_bounds_problem_is_none_exactly_when_no_check_fails(v):
+    b = Bounds(*v)
+    assert (b.problem() is None) == (not _bounds_checks(b))
+
+
+@given(st.lists(EDGY, min_size=4, max_size=4))
+def test_knobs_problem_is_none_exactly_when_no_check_fails(v):
+    k = Knobs(*v)
+    assert (k.problem() is None) == (not _knobs_checks(k))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from tiertune import actuation
+from tiertune import actuation, controller
 from tiertune.bounds import Bounds, Knobs
 from tiertune.controller import (
     BURST_FIT_MARGIN,
@@ -14,9 +14,11 @@ from tiertune.controller import (
     TYPICAL_BURST_S,
     ControllerInput,
     Decision,
+    _exempt,
     decide,
     nearest_valid,
     order_within,
+    out_of_bounds,
     step,
 )
 from tiertune.models import (
@@ -732,3 +734,115 @@ def test_step_helper_skips_and_reorders():
     # dirty moves up 0.1, dirty_high would move 0.03 (skipped) but must follow.
     nxt = step(Ratios(0.40, 0.47, 0.8), Ratios(0.50, 0.50, 0.8), k)
     assert nxt == Ratios(0.5, 0.5, 0.8)
+
+
+# --- out_of_bounds and _exempt: their shortcut for valid ratios --------------
+
+def _full_exempt(r, b):
+    """_exempt without its shortcut (every ratio judged)."""
+    eps = controller.RATIO_EPS
+    c = (r.dirty, r.dirty_high, r.full)
+    out = [not lo - eps <= v <= hi + eps for v, (lo, hi) in zip(c, b.ranges(), strict=True)]
+    if c[0] > c[1] + eps:
+        out[0] = out[1] = True
+    if c[1] > c[2] + eps:
+        out[1] = out[2] = True
+    return tuple(out)
+
+
+def _full_out_of_bounds_is_empty(r, b):
+    eps = controller.RATIO_EPS
+    c = (r.dirty, r.dirty_high, r.full)
+    return not (any(v < lo - eps or v > hi + eps for v, (lo, hi) in
+                    zip(c, b.ranges(), strict=True))
+                or c[0] > c[1] + eps or c[1] > c[2] + eps)
+
+
+NEAR_EDGES = st.one_of(st.sampled_from([0.0, 0.1, 0.3, 0.6, 0.8, 0.9, 1.0, math.nan,
+                                        0.1 - 0.4e-6, 0.1 - 0.6e-6, 0.9 + 0.4e-6, 0.9 + 0.6e-6]),
+                       st.floats(0.0, 1.0))
+
+
+@given(st.tuples(NEAR_EDGES, NEAR_EDGES, NEAR_EDGES))
+def test_shortcut_for_valid_ratios_is_what_the_full_checks_give(t):
+    r, b = Ratios(*t), Bounds()
+    assert _exempt(r, b) == _full_exempt(r, b)
+    assert (out_of_bounds(r, b) == []) == _full_out_of_bounds_is_empty(r, b)
+
+
+@given(st.floats(-2.0, 2.0), st.floats(-2.0, 2.0))
+@example(0.3, 0.3 + 0.4e-6)
+@example(0.0, -0.0)
+def test_eq_micro_is_equality_in_millionths(x, y):
+    assert controller._eq_micro(x, y) == (controller._micro(x) == controller._micro(y))
+
+
+def _f_as_before(x):
+    s = f'{x:.3f}'.rstrip('0')
+    whole, _, frac = s.partition('.')
+    return f'{whole}.{frac.ljust(2, "0")}'
+
+
+@given(st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 0.3, 0.35, 0.355, 1.0, 500.0, 1e20])))
+def test_ratio_text_is_what_it_was(x):
+    assert controller._f(x) == _f_as_before(x)
+
+
+def _step_as_before(current, recommended, knobs, exempt):
+    """step() as it was written before its push loop was unrolled."""
+    eps = controller.RATIO_EPS
+    c = (current.dirty, current.dirty_high, current.full)
+    r = (recommended.dirty, recommended.dirty_high, recommended.full)
+    if c == r and c[0] <= c[1] <= c[2]:
+        return controller._round(c)
+    t, moving = [], []
+    for ci, ri, ex in zip(c, r, exempt, strict=True):
+        delta = ri - ci
+        skip = abs(delta) < knobs.deadband - eps and not ex
+        t.append(ci if skip else ci + controller._clamp(delta, -knobs.max_step, knobs.max_step))
+        moving.append(not skip)
+    x = list(t)
+    for j in range(3):
+        if not moving[j]:
+            below = [t[i] for i in range(j) if moving[i]]
+            above = [t[k] for k in range(j + 1, 3) if moving[k]]
+            x[j] = min([max([c[j], *below]), *above])
+    between = tuple((min(a, b), max(a, b)) for a, b in zip(c, r, strict=True))
+    return controller._round(order_within((x[0], x[1], x[2]), between))
+
+
+RATIO = st.floats(0.0, 1.0)
+
+
+@given(st.tuples(RATIO, RATIO, RATIO), st.tuples(RATIO, RATIO, RATIO).map(sorted),
+       st.tuples(st.booleans(), st.booleans(), st.booleans()),
+       st.sampled_from([Knobs(), Knobs(max_step=0.05, deadband=0.03), Knobs(max_step=1.0)]))
+def test_step_is_what_it_was(cur, rec, exempt, knobs):
+    current, recommended = Ratios(*cur), Ratios(*rec)
+    assert step(current, recommended, knobs, exempt) == \
+        _step_as_before(current, recommended, knobs, exempt)
+
+
+@settings(max_examples=60, deadline=None)
+@given(input_st())
+def test_reasons_worded_late_are_a_tuple_of_sentences(inp):
+    """Reasons are worded when first read (_Reasons); they behave as the
+    tuple of sentences they were, whenever read."""
+    dec, again = decide(inp), decide(inp)
+    words = tuple(again.reasons)        # read at once
+    assert isinstance(words, tuple) and all(isinstance(r, str) for r in words)
+    assert dec.reasons == words and words == dec.reasons and dec == again
+    assert repr(dec.reasons) == repr(words) and len(dec.reasons) == len(words)
+    assert dec.reasons[:1] == words[:1] and list(dec.reasons) == list(words)
+    assert hash(dec.reasons) == hash(words)
+
+
+@settings(max_examples=60, deadline=None)
+@given(input_st())
+def test_decision_does_not_read_the_promote_gate(inp):
+    """The tuner decides on models whose promote gate is pending
+    (models.fit_pools_deferred): the decision must be the same."""
+    from tiertune.models import PROMOTE_PENDING
+    pending = dataclasses.replace(inp, model=dataclasses.replace(inp.model,
+                                                                 promote=PROMOTE_PENDING))
+    assert decide(pending) == decide(inp)

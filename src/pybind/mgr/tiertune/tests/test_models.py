@@ -5,7 +5,10 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import RecordingGetter
 from tiertune import models
@@ -460,3 +463,12 @@ def test_synthetic_flush_skew_between_pools_is_not_base_load():
     m = sim.fit()
     assert m.inflow.state == 'idle'
     assert m.inflow.base_client_bps == pytest.approx(0.0, abs=1.0)
+
+
+# --- numpy helpers: the same values as the ndarray methods they replace ------
+
+@given(st.lists(st.floats(-1e12, 1e12), min_size=1, max_size=300))
+def test_mean_and_sum_of_squares_are_the_ndarray_methods_bit_for_bit(values):
+    x = np.array(values)
+    assert models._mean(x) == float(x.mean())
+    assert models._sum_squares(x) == float((x ** 2).sum())

@@ -3,6 +3,7 @@ them from the whole history gives: the same rows, the same model."""
 
 import dataclasses
 import math
+from functools import partial
 
 import numpy as np
 from hypothesis import given, settings
@@ -39,14 +40,31 @@ def same_value(a, b, path='model'):
         assert a == b, f'{path}: {a!r} != {b!r}'
 
 
+def derived_rows_as_from_columns(s):
+    """The rows and masks kept per interval are what the same numpy
+    operations on the columns give (as fit() computed them every call
+    before they were kept), bit for bit."""
+    same = partial(np.array_equal, equal_nan=True)
+    assert same(s.inflow_bytes, s.inflow * s.dt)
+    assert same(s.base_bytes, s.px_read_bytes + np.where(s.flush > 0.0, 0.0, s.px_write_bytes))
+    assert same(s.active, s.total_ops > models.HIT_MIN_OPS_SEC)
+    assert same(s.px_known, ~np.isnan(s.proxied_ops))
+    assert same(s.px_write_known, ~np.isnan(s.px_write_bytes))
+    assert same(s.has_fill, ~np.isnan(s.fill))
+    assert same(s.hit_points, s.active & s.has_fill)
+    assert same(s.flushing, (s.n_low + s.n_high) > 0)
+    assert same(s.growing, s.growth > models.IDLE_FLOOR_BPS)
+
+
 def check(cache, entries, tier, limits=models.DEFAULT_LIMITS):
     """The cache against a rebuild, for this history: the same rows, so
     exactly the same model (not merely close: a figure at a rounding
     boundary, such as a ceil() in a recommendation, must not flip)."""
     ref = models._series(entries, tier)
     got = cache.series(entries, tier)
-    for name in models._SERIES_FIELDS:
+    for name in models._SERIES_FIELDS + models._SERIES_MASKS:
         assert np.array_equal(getattr(got, name), getattr(ref, name), equal_nan=True), name
+    derived_rows_as_from_columns(got)
     same_value(fit(entries, tier, limits, cache), fit(entries, tier, limits))
     if entries:
         assert cache.levels == agent_levels(tier, entries[-1].sample.counters)
@@ -117,6 +135,7 @@ def test_series_is_read_only(burst):
         h.add(s, 0)
     s = cache.series(list(h.entries), tier)
     assert not s.inflow.flags.writeable
+    assert not s.active.flags.writeable
 
 
 # --- synthetic histories ----------------------------------------------------

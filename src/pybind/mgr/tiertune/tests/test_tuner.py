@@ -220,3 +220,31 @@ def test_rate_limit_waits_a_hit_set_period_only_with_hit_sets(burst, monkeypatch
         tiers[pid], hit_set=dataclasses.replace(tiers[pid].hit_set, count=0))}
     Tuner().step(bare, book, [], {}, 3.0, FakeMgr().effects(), mono, wall)
     assert seen == [tiers[pid].hit_set.period_s, 0]
+
+
+def test_a_view_read_ticks_later_has_the_model_fit_gave(burst):
+    """The promote gate waits until the view's model is read; however many
+    ticks later, the model is what fit() gave at its own tick (the pool's
+    arrays have since had rows appended and dropped, moved to new columns
+    and been rebuilt for a new tier)."""
+    from tiertune import models
+    from tiertune.tuner import PoolView
+    tiers = cache_tiers(burst['samples'][0]['inputs']['osd_map'])
+    (pid,) = tiers
+    book, t, mgr = HistoryBook(7), Tuner(), FakeMgr()
+    kept: List[Tuple[PoolView, models.PoolModel]] = []
+    for k, rec in enumerate(burst['samples'] * 3):
+        if k == 40:     # the operator changed the target: the arrays are rebuilt
+            tiers = {pid: dataclasses.replace(tiers[pid],
+                                              target_max_bytes=tiers[pid].target_max_bytes * 2)}
+        mono, wall = 30.0 * k, 1.7e9 + 30.0 * k   # all 7 rows within the gate's window
+        s = take_samples(RecordingGetter(rec['inputs']), tiers, mono, wall)
+        book.record(s, {p: agent_levels(tiers[p], x.counters).dirty_bytes
+                        for p, x in s.items()}, tiers)
+        t.step(tiers, book, [], {}, 3.0, mgr.effects(), mono, wall)
+        eager = models.fit(list(book.get(pid).entries), tiers[pid])
+        view = t.views[pid]
+        assert view.predictions == eager.predictions    # read without the gate
+        kept.append((view, eager))
+    for view, eager in kept:
+        assert view.model == eager
