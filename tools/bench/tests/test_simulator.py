@@ -194,6 +194,17 @@ def test_evictions_are_paced_by_flush_completions_while_the_agent_flushes():
     assert sim.totals.cache['num_flush'] == 0 and sim.totals.cache['num_evict'] > 0
 
 
+@pytest.mark.parametrize('shape', [(5, 16, 45), (8, 16, 45), (3, 16, 7), (2, 256, 120)])
+def test_batched_slot_sums_are_the_per_slot_sums_bit_for_bit(shape):
+    # TierSim sums several (PG, bin) arrays in one reduction over their
+    # flattened slots; its records stay the same only if numpy sums each
+    # slot exactly as it sums that array alone.
+    rng = np.random.default_rng(7)
+    a = rng.random(shape) * rng.choice([1e-9, 1.0, 1e6], size=shape)
+    batched = np.add.reduce(a.reshape(shape[0], -1), axis=1).tolist()
+    assert batched == [float(a[i].sum()) for i in range(shape[0])]
+
+
 def test_pool_set_rounds_like_the_mon_and_drops_the_hit_sets():
     sim = new_sim(short())
     sim.acc[:] = 3.0
