@@ -295,13 +295,6 @@ def _ratios(pool: Dict[str, Any]) -> Tuple[float, float, float]:
     return d, h, f
 
 
-def _has_hit_set(pool: Dict[str, Any]) -> bool:
-    """As PrimaryLogPG::hit_set_setup decides: no hit set without a type,
-    a count or a period."""
-    return (pool.get('hit_set_params', {}).get('type', 'none') != 'none'
-            and int(pool.get('hit_set_count', 0)) > 0 and int(pool.get('hit_set_period', 0)) > 0)
-
-
 def _rows_of(t: np.ndarray, n: int) -> np.ndarray:
     return np.clip(np.floor(t).astype(int), 0, max(n - 1, 0))
 
@@ -365,6 +358,8 @@ def build_record(sc: scn.Scenario, policy: str, runs: List[PhaseRun], ops: fio_j
             offered[max(0, math.floor(r.start_s)):min(n, math.ceil(r.end_s))] = True
 
     tiers = [tt['topology'].cache_tiers({'pools': s.pools}) for s in samples]
+    (first_tier,) = tiers[0].values()
+    has_hit_set = first_tier.hit_set.active
     dirty = np.full(n, np.nan)
     fill = np.full(n, np.nan)
     full_pgs = np.zeros(n, dtype=int)
@@ -396,7 +391,7 @@ def build_record(sc: scn.Scenario, policy: str, runs: List[PhaseRun], ops: fio_j
     # unless a PG is FULL).
     proxied = perf.get('tier_proxy_read', 0) + perf.get('tier_proxy_write', 0)
     promoted = _delta(first.cache, final.cache, 'num_promote')
-    misses = proxied + (promoted if not _has_hit_set(first.pools[0]) else 0)
+    misses = proxied + (promoted if not has_hit_set else 0)
     hit_ratio = max(0.0, 1.0 - misses / client_ops) if client_ops > 0 else None
     if policy == 'no-tier' and client_ops > 0:
         # No overlay: nothing is proxied, and any op the cache pool served
@@ -435,7 +430,7 @@ def build_record(sc: scn.Scenario, policy: str, runs: List[PhaseRun], ops: fio_j
         'run_s': round(run_s, 2),
         'phases': [r.as_dict() for r in runs],
         'client_ops': client_ops,
-        'cache_pool_has_hit_set': _has_hit_set(first.pools[0]),
+        'cache_pool_has_hit_set': has_hit_set,
         'misses': misses,
         'client_ops_by_kind': {'read': float(ops.ops[~ops.write].sum()),
                                'write': float(ops.ops[ops.write].sum())},

@@ -109,12 +109,7 @@ def markdown(records: Sequence[RunRecord], scenarios: Mapping[str, Scenario]) ->
                   '| policy | ' + ' | '.join(c[1] for c in TABLE_COLUMNS) + ' |',
                   '|---|' + '---:|' * len(TABLE_COLUMNS)]
         for r in recs:
-            label = r.policy
-            if r.policy == 'best-static':
-                label += f' ({r.params.get("best_static", "?")})'
-            elif r.policy == 'no-tier':
-                label += ' (base pool alone)'
-            lines.append(f'| {label} | ' + ' | '.join(_cell(k, r.metrics.get(k), dg)
+            lines.append(f'| {_label(r)} | ' + ' | '.join(_cell(k, r.metrics.get(k), dg)
                                                      for k, _, dg in TABLE_COLUMNS) + ' |')
         by_policy = {r.policy: r for r in recs}
         found = checks(sc, by_policy) + tier_gain(by_policy)
@@ -130,9 +125,12 @@ RST_COLUMNS = (('write_lat_ms_p99', 'wr p99 ms', 0), ('write_lat_ms_p999', 'wr p
                ('blocked_write_s', 'blocked s', 0), ('ratio_changes', 'changes', 0))
 
 
-def _label(r: RunRecord) -> str:
+def _label(r: RunRecord, short: bool = False) -> str:
+    """The row's name: best-static with the ratios it chose (without
+    'static:' when short, as the docs print it)."""
     if r.policy == 'best-static':
-        return f'best-static ({r.params.get("best_static", "?").removeprefix("static:")})'
+        chosen = r.params.get('best_static', '?')
+        return f'best-static ({chosen.removeprefix("static:") if short else chosen})'
     if r.policy == 'no-tier':
         return 'no-tier (base pool alone)'
     return r.policy
@@ -151,7 +149,8 @@ def rst_tables(records: Sequence[RunRecord], names: Sequence[str],
                       key=lambda r: (rank.get(r.policy, len(rank)), r.policy))
         if not recs:
             continue
-        rows = [[_label(r)] + [_cell(k, r.metrics.get(k), dg) for k, _, dg in RST_COLUMNS]
+        rows = [[_label(r, short=True)] + [_cell(k, r.metrics.get(k), dg)
+                                           for k, _, dg in RST_COLUMNS]
                 for r in recs]
         head = ['policy'] + [c[1] for c in RST_COLUMNS]
         widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]

@@ -1132,10 +1132,8 @@ def fit_pools(jobs: Sequence[FitJob]) -> List[PoolModel]:
     (at 64 cache pools a tick took about a tenth less CPU).  Each model is
     exactly what fit() gives that pool alone: no estimate of one pool reads
     another's, and a pool's SeriesCache views stay valid until its next fit."""
-    fits = _fit_steps(jobs)
-    for f in fits:
-        f.promote = _promote(f.s, f.job.tier, f.job.limits, f.levels)
-    return [f.model() for f in fits]
+    return [dataclasses.replace(model, promote=gate())
+            for model, gate in fit_pools_deferred(jobs)]
 
 
 # The promote gate in a model from fit_pools_deferred: computed later, on
@@ -1163,12 +1161,8 @@ class DeferredGate:
 def fit_pools_deferred(jobs: Sequence[FitJob]) -> List[Tuple[PoolModel, DeferredGate]]:
     """fit_pools, each model with PROMOTE_PENDING for its promote gate and
     the gate to compute when it is wanted (see DeferredGate)."""
-    fits = _fit_steps(jobs)
-    out = []
-    for f in fits:
-        f.promote = PROMOTE_PENDING
-        out.append((f.model(), DeferredGate(f.s, f.job.tier, f.job.limits, f.levels)))
-    return out
+    return [(f.model(), DeferredGate(f.s, f.job.tier, f.job.limits, f.levels))
+            for f in _fit_steps(jobs)]
 
 
 def _fit_steps(jobs: Sequence[FitJob]) -> List['_PoolFit']:
@@ -1198,7 +1192,6 @@ class _PoolFit:
     flush: FlushModel
     evict: EvictModel
     hits: HitModel
-    promote: PromoteGate
     predictions: Predictions
 
     def __init__(self, job: FitJob) -> None:
@@ -1215,10 +1208,11 @@ class _PoolFit:
         self.notes: List[str] = []
 
     def model(self) -> PoolModel:
+        """The pool's model, its promote gate PROMOTE_PENDING."""
         history, s = self.job.history, self.s
         window_s = float(history[-1].sample.mono - history[0].sample.mono) if history else 0.0
         why_not = _why_not(self.job.tier, len(s), window_s)
         return PoolModel(
             fitted=why_not is None, why_not=why_not, samples=len(s), window_s=window_s,
             inflow=self.inflow, flush=self.flush, evict=self.evict, hits=self.hits,
-            promote=self.promote, predictions=self.predictions, notes=tuple(self.notes))
+            promote=PROMOTE_PENDING, predictions=self.predictions, notes=tuple(self.notes))
