@@ -219,6 +219,7 @@ class TierSim:
         self._all_idle = np.zeros(self.G, dtype=int).tobytes()     # modes' bytes, all IDLE
         self._flush_thresholds = np.zeros((3, 2))
         self._evict_thresholds = np.zeros(3)
+        self._idle_thresholds: Tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     # ----- the mon's side ------------------------------------------------------
     def pool_set(self, var: str, val: str) -> Optional[str]:
@@ -266,7 +267,8 @@ class TierSim:
     def _thresholds(self) -> Tuple[np.ndarray, np.ndarray]:
         """Indexed by a PG's mode: its (dirty target, dirty high) and its full
         target, the ratio plus the slop while the mode is IDLE, minus it
-        otherwise.  Made again only when the ratios change."""
+        otherwise (the IDLE ones also as floats, in _idle_thresholds).
+        Made again only when the ratios change."""
         r = self.ratios
         ratios = (r.dirty, r.dirty_high, r.full)
         if ratios != self._thresholds_of:
@@ -279,6 +281,7 @@ class TierSim:
             down = [x - slop for x in ratios[:2]]
             self._flush_thresholds = np.array([up, down, down])
             self._evict_thresholds = np.array([r.full + eslop, r.full - eslop, r.full - eslop])
+            self._idle_thresholds = (up[0], up[1], r.full + eslop)
             self._thresholds_of = ratios
         return self._flush_thresholds, self._evict_thresholds
 
@@ -297,9 +300,10 @@ class TierSim:
             # passes a threshold (the ratio plus the slop), which the
             # highest levels tell at the cost of one call.
             top_dirty, top_full = np.maximum.reduce(lv, axis=1).tolist()
-            slop = r.dirty * OSD_AGENT_SLOP
-            if (top_dirty <= r.dirty + slop and top_dirty <= r.dirty_high + slop
-                    and top_full <= r.full + r.full * OSD_AGENT_SLOP and top_full <= 1.0):
+            self._thresholds()
+            dirty_at, high_at, full_at = self._idle_thresholds
+            if (top_dirty <= dirty_at and top_dirty <= high_at
+                    and top_full <= full_at and top_full <= 1.0):
                 self.effort = np.zeros(self.G)
                 self._full_pg = np.zeros(self.G, dtype=bool)
                 self._any_full = self._any_flush_mode = False
