@@ -166,22 +166,24 @@ class Sampler:
             due += SAMPLE_INTERVAL_S
             self._stop.wait(max(0.0, due - time.monotonic()))
 
-    def osd_perf(self, osds: List[int]) -> Dict[str, int]:
-        """Tier counters of the cache OSDs (perf dump through `tell`; their
-        priority keeps them out of the mgr's reports), summed."""
-        keys = ('tier_proxy_read', 'tier_proxy_write', 'tier_promote', 'tier_flush',
-                'tier_try_flush', 'tier_evict', 'op_cache_hit')
-        tot = dict.fromkeys(keys, 0)
-        for osd in osds:
-            rc, out, err = self._r.osd_command(osd, json.dumps({'prefix': 'perf dump',
-                                                                 'logger': 'osd'}), b'',
-                                               timeout=30)
-            if rc != 0:
-                raise ClusterBenchError(f'perf dump osd.{osd}: rc={rc} {err}')
-            c = json.loads(out)['osd']
-            for k in keys:
-                tot[k] += int(c.get(k, 0))
-        return tot
+
+TIER_PERF_KEYS = ('tier_proxy_read', 'tier_proxy_write', 'tier_promote', 'tier_flush',
+                  'tier_try_flush', 'tier_evict', 'op_cache_hit')
+PERF_DUMP_TIMEOUT_S = 30
+
+
+def osd_perf(c: LocalCluster, osds: List[int]) -> Dict[str, int]:
+    """Tier counters of the cache OSDs, summed: `ceph tell osd.N perf dump`
+    (their priority keeps them out of the mgr's reports).  A subprocess, so a
+    tell that never answers is a ClusterError after PERF_DUMP_TIMEOUT_S, not
+    a blocked librados call no Python timeout can interrupt."""
+    tot = dict.fromkeys(TIER_PERF_KEYS, 0)
+    for osd in osds:
+        counters = c.ceph_json('tell', f'osd.{osd}', 'perf', 'dump', 'osd',
+                               timeout=PERF_DUMP_TIMEOUT_S)['osd']
+        for k in TIER_PERF_KEYS:
+            tot[k] += int(counters.get(k, 0))
+    return tot
 
 
 # ----- running the phases -------------------------------------------------------
@@ -544,7 +546,7 @@ def run(scenario: scn.Scenario, policy: str, workdir: Path,
         params['tiertune'] = _setup_policy(c, spec_p.kind)
         cache_osds = [int(o) for o in c.ceph_json('osd', 'crush', 'class', 'ls-osd', 'ssd')]
         sampler = Sampler(c.conf, spec.cache_pool, spec.base_pool)
-        perf0 = sampler.osd_perf(cache_osds)
+        perf0 = osd_perf(c, cache_osds)
         t0 = time.monotonic()
         wall0 = time.time()
         sampler.start(t0)
@@ -553,7 +555,7 @@ def run(scenario: scn.Scenario, policy: str, workdir: Path,
         params['wall_start'] = wall0
         runs, ops, bench_max = _run_phases(c, scenario, time_scale, iodir, t0, wall0, log)
         time.sleep(SETTLE_S)
-        perf1 = sampler.osd_perf(cache_osds)
+        perf1 = osd_perf(c, cache_osds)
         sampler.stop()
         samples, sampler_errors = sampler.samples, sampler.errors
         sampler = None

@@ -1,8 +1,10 @@
 """A real one-host Ceph cluster with a writeback cache tier, from Debian's packages.
 
-Everything lives under one directory: config, keys, daemon data, logs, sockets,
-the mgr module folder and the slow disks' images.  State that teardown needs
-(PIDs, loop devices, the cgroup) is written to cluster.json as soon as it
+Everything lives under one directory: config, keys, daemon data, logs, pid
+files, the mgr module folder and the slow disks' images; only the admin
+sockets live apart, in a short /tmp/lc-* directory (see MAX_SOCKET_PATH).
+State that teardown needs (PIDs, loop devices, the cgroup, the socket
+directory) is written to cluster.json as soon as it
 exists, so `stop` works even after a start that died half-way.
 """
 
@@ -12,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +31,15 @@ OUR_MODULES = ('tiertune',)
 # process: once the dashboard has loaded, restful fails and the mgr reports it.
 LEFT_OUT_STOCK_MODULES = ('restful', '__pycache__')
 STATE_FILE = 'cluster.json'
+# A UNIX socket path holds at most 107 bytes (sun_path).  An admin socket
+# that cannot bind is not only a missing `ceph daemon`: Pacific's daemons
+# queue `tell` commands to the admin socket's thread, so with no socket every
+# `ceph tell osd.N ...` waits forever.  The sockets live in a short directory
+# of their own, wherever the cluster's directory is.
+MAX_SOCKET_PATH = 107
+SOCKET_PARENT = Path('/tmp')
+# The longest socket name in the cluster: a client's, with a 7-digit pid.
+LONGEST_SOCKET_NAME = 'client.admin.4194304.asok'
 FAST_CLASS = 'ssd'
 SLOW_CLASS = 'hdd'
 FAST_RULE = 'fast'
@@ -141,6 +153,7 @@ class LocalCluster:
             (self.dir / sub).mkdir(exist_ok=True)
         self._save_state()
         try:
+            self._make_socket_dir()
             self._make_module_dir()
             self._make_slow_disks()
             self._write_conf()
@@ -166,6 +179,9 @@ class LocalCluster:
         cg = self.state.get('cgroup')
         if not slowdisk.remove_cgroup(Path(cg) if cg else None):
             self.log(f'cgroup {cg} still has tasks; left in place')
+        sock_dir = self.state.get('socket_dir')
+        if sock_dir:
+            shutil.rmtree(sock_dir, ignore_errors=True)
         self.state['pids'] = {}
         self.state['loops'] = []
         if keep_logs:
@@ -181,6 +197,19 @@ class LocalCluster:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     # ----- steps ---------------------------------------------------------------
+    @property
+    def socket_dir(self) -> Path:
+        return Path(self.state['socket_dir'])
+
+    def _make_socket_dir(self) -> None:
+        sock_dir = Path(tempfile.mkdtemp(prefix='lc-', dir=SOCKET_PARENT))
+        self.state['socket_dir'] = str(sock_dir)
+        self._save_state()
+        longest = sock_dir / LONGEST_SOCKET_NAME
+        if len(str(longest)) > MAX_SOCKET_PATH:
+            raise ClusterError(f'admin socket paths like {longest} are longer than '
+                               f'{MAX_SOCKET_PATH} bytes')
+
     def _make_module_dir(self) -> None:
         """ceph-mgr loads every module from one folder: the stock modules must
         be there too, so link them and put the working tree's module beside
@@ -233,7 +262,7 @@ class LocalCluster:
             'auth client required = cephx',
             f'keyring = {d}/keyring',
             f'run dir = {d}/run',
-            f'admin socket = {d}/run/$name.asok',
+            f'admin socket = {self.socket_dir}/$name.asok',
             f'log file = {d}/log/$name.log',
             f'pid file = {d}/run/$name.pid',
             f'crash dir = {d}/crash',
@@ -251,7 +280,7 @@ class LocalCluster:
             '[client]',
             # Clients run concurrently (a workload and `ceph` status polls):
             # one socket path per process, not one per name.
-            f'admin socket = {d}/run/$name.$pid.asok',
+            f'admin socket = {self.socket_dir}/$name.$pid.asok',
             '',
             '[mon]',
             f'mon data = {d}/mon.$id',

@@ -3,6 +3,7 @@ measurably two-speed cluster and cleans up only what it started."""
 
 import errno
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -75,6 +76,27 @@ def test_no_cache_pools_on_a_second_cluster_side_by_side(cluster):
     assert str(bare.dir) not in attached, 'loop device left attached'
     for pid in cluster.state['pids'].values():
         assert Path(f'/proc/{pid}').exists(), 'stopping one cluster killed a daemon of another'
+
+
+def test_a_cluster_in_a_deep_directory_answers_tell():
+    # pytest's tmp_path (pytest-of-root/pytest-123/test_.../) is deep enough
+    # that sockets under it pass the 107-byte limit of a UNIX socket path;
+    # with no admin socket, Pacific's OSDs never answer `ceph tell`.
+    base = cluster_dir('deep')
+    deep = base / ('d' * 60) / ('e' * 60)
+    c = LocalCluster(deep, ClusterSpec(fast_osds=1, slow_osds=0, make_tier=False,
+                                       bench_seconds=0, enable_modules=()))
+    try:
+        c.start()
+        assert len(str(c.dir / 'run' / 'osd.0.asok')) > 107
+        version = c.ceph_json('tell', 'osd.0', 'version', timeout=30)
+        assert version['version'].startswith('16.2.')
+        sock_dir = c.socket_dir
+        assert (sock_dir / 'osd.0.asok').is_socket()
+    finally:
+        finish(c)
+    assert not sock_dir.exists(), 'socket directory left behind'
+    shutil.rmtree(base)
 
 
 # ceph-mgr loads a folder as a module only if it holds module.py.

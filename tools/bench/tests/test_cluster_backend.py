@@ -27,7 +27,7 @@ from localcluster import processes  # noqa: E402
 SMOKE = HERE / 'cluster-smoke.yaml'
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(600, method='thread')
 def test_static_run_gives_a_complete_record_and_stops_its_cluster(tmp_path: Path) -> None:
     sc = scn.load(SMOKE)
     lines: List[str] = []
@@ -89,7 +89,7 @@ def test_static_run_gives_a_complete_record_and_stops_its_cluster(tmp_path: Path
     assert any('cluster stopped' in line for line in lines)
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(600, method='thread')
 def test_no_tier_run_sends_the_clients_io_to_the_base_pool(tmp_path: Path) -> None:
     # The OSiRIS "without the cache tier": the overlay goes, the pools stay.
     rec = cluster_backend.run(scn.load(SMOKE), 'no-tier', tmp_path,
