@@ -26,9 +26,10 @@ comma := ,
 BENCH_SIM_DIR ?= bench-results/sim
 BENCH_CLUSTER_DIR ?= bench-results/cluster
 TIME_SCALE ?= 1.0
+SEEDS ?= 5
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
-	bench bench-sim bench-cluster bench-calibrate bench-sim-speed
+	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds
 
 check: deps-test lint unit standalone
 
@@ -84,6 +85,11 @@ bench-cluster: deps-test
 # BENCH_CLUSTER_DIR rerun on the simulator, both figures and the difference.
 bench-calibrate:
 	$(PYTHON) tools/bench/calibrate.py --dir $(BENCH_CLUSTER_DIR)
+
+# The suite on several PG hash spreads: does best-static's hindsight pick
+# stay best on another spread, and how tiertune compares on each.
+bench-sim-seeds: deps-test
+	$(PYTHON) tools/bench/seeds.py --seeds $(SEEDS) --out $(BENCH_SIM_DIR)/seeds.md
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:

@@ -65,12 +65,12 @@ def grid() -> List[Tuple[float, float, float]]:
             if d <= h <= f]
 
 
-def best_static(sc: scn.Scenario, log: Callable[[str], None]) -> RunRecord:
+def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> RunRecord:
     from simulator.run import simulate
     best: Optional[RunRecord] = None
     tried = []
     for r in grid():
-        rec = simulate(sc, policies.PolicySpec('static', r))
+        rec = simulate(sc, policies.PolicySpec('static', r), seed=seed)
         tried.append({'ratios': list(r), 'primary': score(rec, sc)[0]})
         if best is None or score(rec, sc) < score(best, sc):
             best = rec

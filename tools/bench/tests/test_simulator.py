@@ -337,6 +337,29 @@ def test_one_run_from_the_command_line(tmp_path, capsys):
     assert 'D <= H <= F' in capsys.readouterr().err
 
 
+def test_seeds_judges_the_seed_0_pick_on_the_other_seeds(tmp_path, capsys):
+    """bench-sim-seeds: best-static picked on seed 0 is the per-seed best
+    there, the PG spread differs between seeds, and the held-out count
+    covers seeds 1.. only."""
+    import seeds
+    sc = short()
+    rows, pick0, picks = seeds.scenario_rows(sc, 2)
+    assert pick0 == picks[0] and pick0.startswith('static:')
+    assert rows[0]['seed-0 pick'] == rows[0]['per-seed best']
+    a, b = (TierSim(sc, make_bins([5000, 200]), Ratios(0.4, 0.6, 0.8), seed=s) for s in (0, 1))
+    assert not np.array_equal(a.w, b.w)
+    path = tmp_path / 'short.yaml'
+    import yaml
+    path.write_text(yaml.safe_dump(SHORT))
+    out = tmp_path / 'seeds.md'
+    assert seeds.main(['--seeds', '2', '--scenarios', str(path), '--out', str(out)]) == 0
+    md = out.read_text()
+    assert md.count('| mean |') == 1
+    assert 'as good as seed-0 pick: ' in md and ' of 1 seeds 1..1;' in md
+    assert 'as good as per-seed best: ' in md and ' of 2 seeds;' in md
+    assert seeds.main(['--seeds', '1']) == 2
+
+
 def test_hit_sets_decide_whether_new_writes_land_in_the_cache():
     """With hit sets a write of an object the cache lacks is proxied and the
     object promoted clean; without, it promotes first and lands dirty."""
