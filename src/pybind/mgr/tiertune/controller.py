@@ -19,11 +19,13 @@ the OSD agent computes them; T = the target in bytes):
               take the reserve below, lower it to dirty - 0.04 so the PGs
               flush HIGH (twice the in-flight flush ops of LOW); once writes
               are idle, raise it back to mid-range if it is lower.
-  full        a write surge (the typical burst, or the inflow for 60 s)
-              must fit above it: at most 1 - surge/T (no limit when the
-              surge is more than 1 - dirty_ratio_min of T: no full ratio
-              makes room for it, and clean data kept is room that the
-              agent opens faster than it drains dirty data); within that,
+  full        a write surge (the typical burst, or for 60 s the inflow or,
+              if higher, the mean rate of the write run in progress) must
+              fit above it: at most 1 - surge/T.  A surge more than
+              1 - dirty_ratio_min of T overruns the cache whatever full
+              is: full then goes as high as allowed (clean data kept is
+              room that the agent opens faster than it drains dirty
+              data).  Otherwise, within the ceiling,
               as high as allowed when hits grow with occupancy, mid-range
               when they do not (a curve with r2 >= 0.3); with no curve
               unchanged (lowered if room needs it, back up to mid-range

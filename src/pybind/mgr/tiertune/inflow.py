@@ -46,6 +46,10 @@ class InflowModel:
     # it.  Writes that do not land in the cache leave the inflow idle but
     # the base busy.
     base_client_bps: float = 0.0
+    # The run of writes in progress: its mean bytes/s since it began (None
+    # when no run goes on).  The short average decays within a long run
+    # whose writes the cache has started to throttle; this does not.
+    run_bps: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -167,4 +171,6 @@ def _inflow(s: _Series, tier: CacheTier, levels: Optional[AgentLevels]) -> Inflo
         idle_for_s=quiet_for if idle else 0.0,
         burst_bytes=_median(runs.bytes[done]) if n_done else None,
         burst_seconds=_median(runs.seconds[done]) if n_done else None,
-        bursts_seen=n_done, base_client_bps=_base_client_bps(s, tier, levels))
+        bursts_seen=n_done, base_client_bps=_base_client_bps(s, tier, levels),
+        run_bps=(float(runs.bytes[-1] / runs.seconds[-1])
+                 if is_open and not idle and runs.seconds[-1] > 0 else None))

@@ -530,20 +530,23 @@ def test_room_above_full_is_for_a_surge_not_the_inflow_over_the_horizon():
         'needed_free_fraction'] == pytest.approx(12e9 / (100 * GiB))
 
 
-def test_a_surge_larger_than_the_cache_does_not_lower_full():
+def test_a_surge_larger_than_the_cache_takes_full_to_its_max():
     # Typical bursts of 150 GiB into a 100 GiB target: more than the 0.9 the
     # cache holds above dirty_ratio_min.  No full ratio makes room for it,
     # so the room rule puts no ceiling on full (and no bounds block), and
-    # full keeps clean data as the hit curve wants.
-    big = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB, slope=0.5)))
-    assert big.numbers['surge_overflows'] is True
-    assert big.numbers['full_ceiling'] == pytest.approx(1.0)
-    assert big.recommended.full == pytest.approx(0.9)
-    assert big.bounds_block is None
-    assert any('more than the cache holds' in r for r in big.reasons)
-    # With no hit curve full stays where it is, rather than being lowered.
-    assert decide(make_input(make_model(state='idle', burst_bytes=150 * GiB))
-                  ).recommended.full == pytest.approx(0.8)
+    # full goes as high as allowed, whatever the hit curve says: clean data
+    # is room the agent opens faster than it drains dirty data.
+    for hits in ({'slope': 0.5}, {'slope': -0.3}, {}):
+        big = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB, **hits)))
+        assert big.numbers['surge_overflows'] is True
+        assert big.numbers['full_ceiling'] == pytest.approx(1.0)
+        assert big.recommended.full == pytest.approx(0.9)
+        assert big.bounds_block is None
+        assert any('more than the cache holds' in r and 'as high as allowed' in r
+                   for r in big.reasons)
+    assert decide(make_input(make_model(state='idle', burst_bytes=150 * GiB),
+                             bounds=Bounds(full_ratio_max=0.85))).recommended.full \
+        == pytest.approx(0.85)
     # 85 GiB does fit once drained to the dirty floor: room is made for it,
     # down to full_ratio_min (0.15 wanted), and the bounds block says so.
     fits = decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, slope=0.5)))
@@ -555,6 +558,29 @@ def test_a_surge_larger_than_the_cache_does_not_lower_full():
     high_floor = Bounds(dirty_ratio_min=0.2)
     assert decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, slope=0.5),
                              bounds=high_floor)).numbers['surge_overflows'] is True
+
+
+def test_a_run_throttled_by_the_cache_still_counts_at_its_mean_rate():
+    # No burst measured yet; a run that began at 390 MB/s and is now held to
+    # the base's 40 MB/s: the short average has decayed to 60 MB/s (3.6 GB
+    # in 60 s, 0.034 of a 100 GiB target), but the run's mean rate is
+    # 2 GB/s (120 GB in 60 s): the surge overflows, and full is not lowered
+    # for the decayed figure.
+    decayed = make_model(state='burst', short=60e6)
+    ran = dataclasses.replace(decayed, inflow=dataclasses.replace(decayed.inflow, run_bps=2e9))
+    small, big = (decide(make_input(m)) for m in (decayed, ran))
+    assert small.numbers['surge_bytes'] == pytest.approx(3.6e9)
+    assert small.numbers['surge_overflows'] is False
+    assert big.numbers['surge_bytes'] == pytest.approx(120e9)
+    assert big.numbers['surge_overflows'] is True
+    assert big.recommended.full == pytest.approx(0.9)
+    # A run slower on average than the inflow now does not shrink the surge.
+    slow = dataclasses.replace(decayed, inflow=dataclasses.replace(decayed.inflow, run_bps=10e6))
+    assert decide(make_input(slow)).numbers['surge_bytes'] == pytest.approx(3.6e9)
+    # A measured burst is the surge, whatever the run in progress.
+    seen = make_model(state='burst', short=60e6, burst_bytes=10 * GiB)
+    seen = dataclasses.replace(seen, inflow=dataclasses.replace(seen.inflow, run_bps=2e9))
+    assert decide(make_input(seen)).numbers['surge_bytes'] == pytest.approx(10 * GiB)
 
 
 def test_no_bounds_block_inside_bounds():

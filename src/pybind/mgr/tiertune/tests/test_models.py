@@ -304,6 +304,25 @@ def test_synthetic_bursts_are_counted_and_idle_follows():
     assert m.predictions.time_to_dirty_high_s is None
 
 
+def test_synthetic_run_rate_is_the_mean_of_the_run_in_progress():
+    # A run that starts fast and is then held to a trickle: its mean rate
+    # stays above the (decaying) short average; once the run ends, none.
+    sim = Sim(make_tier())
+    for _ in range(10):
+        sim.step()
+    sim.write_new(256)
+    for _ in range(5):
+        sim.write_new(8)
+    m = sim.fit().inflow
+    run_bytes = agent_levels(sim.tier, sim.cache).dirty_bytes
+    assert m.state != 'idle'
+    assert m.run_bps == pytest.approx(run_bytes / (6 * 30.0))
+    assert m.run_bps > m.short_bps
+    for _ in range(3):
+        sim.step()
+    assert sim.fit().inflow.state == 'idle' and sim.fit().inflow.run_bps is None
+
+
 def test_synthetic_flushing_without_client_writes_is_idle_even_when_counts_skew():
     # The CI failure this pins: after a burst, the agent flushed while the
     # dirty count lagged the flush count (here: 64 flushed, dirty down only
