@@ -67,6 +67,17 @@ def _at_least_as_good(tt: float, other: float, lower: bool) -> bool:
     return tt <= other if lower else tt >= other
 
 
+def _verdict(tt: float, other: float, lower: bool) -> str:
+    """tiertune's mean against another's, in words: the metric's direction
+    differs between scenarios, a signed percentage would not say which is
+    better."""
+    if tt == other or not other:
+        return 'equal'
+    gap = abs(tt - other) / abs(other) * 100.0
+    better = tt < other if lower else tt > other
+    return f'tiertune {gap:.1f}% {"better" if better else "worse"}'
+
+
 def report(names: Sequence[str], seeds: int) -> str:
     shipped = scn.shipped()
     out = [f'# tiertune against static settings on {seeds} PG hash spreads (simulator)', '',
@@ -94,9 +105,9 @@ def report(names: Sequence[str], seeds: int) -> str:
             wins = sum(_at_least_as_good(r['tiertune'], r[other], lower) for r in held)
             where = f'seeds 1..{seeds - 1}' if other == 'seed-0 pick' else 'seeds'
             tt, ot = (sum(r[c] for r in held) / len(held) for c in ('tiertune', other))
-            gap = (tt - ot) / ot * 100.0 if ot else 0.0
             out.append(f'- tiertune at least as good as {other}: {wins} of {len(held)} {where}; '
-                       f'mean over them {fmt.format(tt)} vs {fmt.format(ot)} ({gap:+.1f}%)')
+                       f'mean over them {fmt.format(tt)} vs {fmt.format(ot)} '
+                       f'({_verdict(tt, ot, lower)})')
         out.append('')
     return '\n'.join(out)
 

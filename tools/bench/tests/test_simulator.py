@@ -356,6 +356,9 @@ def test_seeds_judges_the_seed_0_pick_on_the_other_seeds(tmp_path, capsys):
     md = out.read_text()
     assert md.count('| mean |') == 1
     assert 'as good as seed-0 pick: ' in md and ' of 1 seeds 1..1;' in md
+    assert seeds._verdict(1.0, 2.0, True) == 'tiertune 50.0% better'
+    assert seeds._verdict(0.5, 0.6, False).endswith('% worse')
+    assert seeds._verdict(3.0, 3.0, False) == 'equal'
     assert 'as good as per-seed best: ' in md and ' of 2 seeds;' in md
     assert seeds.main(['--seeds', '1']) == 2
 
