@@ -252,7 +252,8 @@ def _law(inp: ControllerInput) -> _Law:
         # 13.9 s without.
         overflows = surge / target > 1.0 - dmin + RATIO_EPS
         ceiling = 1.0 if overflows else 1.0 - room_needed
-    nums.update(net_inflow_bps=max(now_bps - evict, 0.0), reserve_bytes=reserve,
+    nums.update(net_inflow_bps=max(now_bps - evict, 0.0), inflow_run_bps=run_bps,
+                reserve_bytes=reserve,
                 needed_free_fraction=needed, surge_bytes=surge,
                 room_needed_fraction=room_needed, surge_overflows=overflows,
                 full_ceiling=ceiling)

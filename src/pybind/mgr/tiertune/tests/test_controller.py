@@ -572,6 +572,7 @@ def test_a_run_throttled_by_the_cache_still_counts_at_its_mean_rate():
     assert small.numbers['surge_bytes'] == pytest.approx(3.6e9)
     assert small.numbers['surge_overflows'] is False
     assert big.numbers['surge_bytes'] == pytest.approx(120e9)
+    assert big.numbers['inflow_run_bps'] == pytest.approx(2e9)
     assert big.numbers['surge_overflows'] is True
     assert big.recommended.full == pytest.approx(0.9)
     # A run slower on average than the inflow now does not shrink the surge.
