@@ -131,6 +131,15 @@ def table(rows: Sequence[Row]) -> List[str]:
     return [*lines, rule]
 
 
+def _shown(path: Path) -> str:
+    """The scenario's path relative to the repository where it is inside
+    it: the committed report should not name one checkout's directory."""
+    try:
+        return str(path.resolve().relative_to(HERE.parents[1]))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--dir', type=Path, default=Path('bench-results/cluster'))
@@ -144,7 +153,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f'calibrate.py: no cluster record of {sc.name} in {a.dir}', file=sys.stderr)
         return 2
     out: List[str] = [f'# Simulator against the real cluster: {sc.name}', '',
-                      f'Cluster records in `{a.dir}`; simulator runs of `{a.scenario}` '
+                      f'Cluster records in `{a.dir}`; simulator runs of `{_shown(a.scenario)}` '
                       'under the same policy (tools/bench/calibrate.py).', '']
     for rec in records:
         sim = simulate(sc, policies.parse(rec.policy), log=lambda m: None)
