@@ -163,7 +163,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              indent=1))
         elif a.cmd == 'report':
             from report import rst_tables, write_report
-            recs = [RunRecord.read(p) for p in sorted(a.dir.glob('*.json'))]
+            order = [*SIM_POLICIES, *CLUSTER_POLICIES]
+            recs = sorted((RunRecord.read(p) for p in a.dir.glob('*.json')),
+                          key=lambda r: (r.scenario, order.index(r.policy)
+                                         if r.policy in order else len(order), r.policy))
             if a.rst:
                 print(rst_tables(recs, sorted({r.scenario for r in recs}),
                                  [*SIM_POLICIES, *CLUSTER_POLICIES]))

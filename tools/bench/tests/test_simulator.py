@@ -321,6 +321,40 @@ def test_short_scenario_end_to_end_on_the_simulator(tmp_path, capsys):
         'clairvoyant', 'no-tier (base pool alone)']
 
 
+def _record(sc: scn.Scenario, policy: str, **metrics: float) -> RunRecord:
+    m: Dict[str, Any] = dict.fromkeys(METRIC_KEYS, 0.0)
+    m.update(metrics)
+    return RunRecord(scenario=sc.name, policy=policy, backend='sim', metrics=m)
+
+
+@pytest.mark.parametrize('name,key,tt,grid_values,beaten', [
+    # lower is better: 3 of the 4 settings are no better than tiertune's 20
+    ('bursty-write-exceeds', 'write_lat_ms_p99', 20.0, [10.0, 20.0, 30.0, 40.0], 3),
+    # higher is better: the grid keeps run.score's negated primary
+    ('zipf-read-large-working-set', 'hit_ratio', 0.5, [0.6, 0.5, 0.4, 0.3], 3),
+])
+def test_grid_rank_says_how_many_static_settings_tiertune_matches(name, key, tt, grid_values,
+                                                                  beaten):
+    import report
+    sc = scn.load(scn.shipped()[name])
+    lower = key != 'hit_ratio'
+    best = _record(sc, 'best-static', **{key: grid_values[0]})
+    best.params['grid'] = [{'ratios': [0.4, 0.6, 0.8], 'primary': v if lower else -v}
+                           for v in grid_values]
+    lines = report.grid_rank(sc, {'tiertune': _record(sc, 'tiertune', **{key: tt}),
+                                  'best-static': best})
+    assert len(lines) == 1
+    assert f'at least as good as {beaten} of the 4 static settings' in lines[0]
+    assert f'best {grid_values[0]:.4g}' in lines[0] and f'worst {grid_values[-1]:.4g}' in lines[0]
+    assert report.grid_rank(sc, {'tiertune': _record(sc, 'tiertune', **{key: tt})}) == []
+
+
+def test_pg_budget_counts_the_objects_each_pg_may_hold():
+    import report
+    sc = scn.load(scn.shipped()['bursty-write-exceeds'])     # 1 GiB / 32 PGs, 4 MiB objects
+    assert report.pg_budget(sc).endswith('= 32 MiB, 8 objects of 4 MiB.')
+
+
 def test_one_run_from_the_command_line(tmp_path, capsys):
     out = tmp_path / 'r.json'
     rc = bench_run.main(['one', '--scenario', str(scn.shipped()['bursty-write-fits']),
