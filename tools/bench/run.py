@@ -163,10 +163,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              indent=1))
         elif a.cmd == 'report':
             from report import rst_tables, write_report
-            order = [*SIM_POLICIES, *CLUSTER_POLICIES]
-            recs = sorted((RunRecord.read(p) for p in a.dir.glob('*.json')),
-                          key=lambda r: (r.scenario, order.index(r.policy)
-                                         if r.policy in order else len(order), r.policy))
+            # The suite's order: scenarios as shipped() lists them, policies as run.
+            names, order = list(scn.shipped()), [*SIM_POLICIES, *CLUSTER_POLICIES]
+
+            def rank(r: RunRecord) -> Tuple[int, str, int, str]:
+                return (names.index(r.scenario) if r.scenario in names else len(names),
+                        r.scenario, order.index(r.policy) if r.policy in order else len(order),
+                        r.policy)
+            recs = sorted((RunRecord.read(p) for p in a.dir.glob('*.json')), key=rank)
             if a.rst:
                 print(rst_tables(recs, sorted({r.scenario for r in recs}),
                                  [*SIM_POLICIES, *CLUSTER_POLICIES]))

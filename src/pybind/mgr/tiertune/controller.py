@@ -80,8 +80,8 @@ from .stepping import _eq_micro as _eq_micro
 from .stepping import _exempt, nearest_valid, out_of_bounds, same, step
 from .stepping import _f as _f
 from .stepping import _micro as _micro
-from .stepping import _round as _round
 from .stepping import order_within as order_within
+from .stepping import to_mon_grid as to_mon_grid
 from .topology import Ratios
 
 ACTIONS = ('change', 'hold', 'none')

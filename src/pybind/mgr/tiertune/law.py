@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .bounds import OSD_AGENT_SLOP, Bounds, Knobs
 from .models import Band, PoolModel, idle_threshold_bps
-from .stepping import NAMES, RATIO_EPS, Triple, _clamp, _f, _round, _triple, order_within
+from .stepping import NAMES, RATIO_EPS, Triple, _clamp, _f, _triple, order_within, to_mon_grid
 from .topology import Ratios
 
 # --- Constants of the law -------------------------------------------------
@@ -439,7 +439,7 @@ def _law(inp: ControllerInput) -> _Law:
     nums['wanted_full'] = want_f
 
     law = (d_law, h_law, f_law)
-    rec = _round(order_within(_to_grid(law), b.ranges()))
+    rec = to_mon_grid(order_within(_to_grid(law), b.ranges()))
     for name, v in zip(NAMES, law, strict=True):
         if abs(getattr(rec, name) - v) > RECOMMEND_GRID and whys.get(name, _NO_WHY).why:
             # Ordering moved it off the law's value (and off its bound).

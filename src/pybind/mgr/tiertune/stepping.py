@@ -31,7 +31,8 @@ def _micro(x: float) -> int:
     return int(round(x * MICRO))
 
 
-def _round(t: Triple) -> Ratios:
+def to_mon_grid(t: Triple) -> Ratios:
+    """The ratios as the mon stores them (millionths)."""
     # Rounding is monotone, so an ordered triple stays ordered.  Unrolled:
     # several times per pool per tick.
     return Ratios(_micro(t[0]) / MICRO, _micro(t[1]) / MICRO, _micro(t[2]) / MICRO)
@@ -124,7 +125,7 @@ def out_of_bounds(r: Ratios, bounds: Bounds) -> List[str]:
 def nearest_valid(r: Ratios, bounds: Bounds) -> Ratios:
     """Where out-of-bounds or misordered ratios go (order_within's rule);
     a valid r is its own answer."""
-    return _round(order_within(_triple(r), bounds.ranges()))
+    return to_mon_grid(order_within(_triple(r), bounds.ranges()))
 
 
 def _exempt(r: Ratios, bounds: Bounds) -> Tuple[bool, bool, bool]:
@@ -170,7 +171,7 @@ def step(current: Ratios, recommended: Ratios, knobs: Knobs,
     if c == r and c[0] <= c[1] <= c[2]:
         # Nothing to move (the usual tick): every delta is 0, so each t_i is
         # c_i, no push changes an ordered point, and the last pass keeps it.
-        return _round(c)
+        return to_mon_grid(c)
     t: List[float] = []
     moving: List[bool] = []
     for ci, ri, ex in zip(c, r, exempt, strict=True):
@@ -192,4 +193,4 @@ def step(current: Ratios, recommended: Ratios, knobs: Knobs,
     between: Ranges = ((min(c[0], r[0]), max(c[0], r[0])),
                        (min(c[1], r[1]), max(c[1], r[1])),
                        (min(c[2], r[2]), max(c[2], r[2])))
-    return _round(order_within((x[0], x[1], x[2]), between))
+    return to_mon_grid(order_within((x[0], x[1], x[2]), between))

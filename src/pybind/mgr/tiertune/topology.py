@@ -65,7 +65,7 @@ class CacheTier:
         return self.target_max_bytes > 0 or self.target_max_objects > 0
 
 
-def _micro(p: Mapping[str, Any], key: str) -> float:
+def _ratio_field(p: Mapping[str, Any], key: str) -> float:
     return int(p.get(key, 0)) / MICRO
 
 
@@ -106,9 +106,9 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             pg_num=int(p.get('pg_num', 0)),
             target_max_bytes=int(p.get('target_max_bytes', 0)),
             target_max_objects=int(p.get('target_max_objects', 0)),
-            ratios=Ratios(dirty=_micro(p, 'cache_target_dirty_ratio_micro'),
-                          dirty_high=_micro(p, 'cache_target_dirty_high_ratio_micro'),
-                          full=_micro(p, 'cache_target_full_ratio_micro')),
+            ratios=Ratios(dirty=_ratio_field(p, 'cache_target_dirty_ratio_micro'),
+                          dirty_high=_ratio_field(p, 'cache_target_dirty_high_ratio_micro'),
+                          full=_ratio_field(p, 'cache_target_full_ratio_micro')),
             hit_set=_hit_set(p),
             min_read_recency_for_promote=int(p.get('min_read_recency_for_promote', 0)),
             min_write_recency_for_promote=int(p.get('min_write_recency_for_promote', 0)),

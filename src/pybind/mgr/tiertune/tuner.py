@@ -14,13 +14,12 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 from . import actuation, controller, models
 from .rates import HistoryBook, HistoryEntry
 from .state import HISTORY_KEEP, DecisionRecord, Settings, ratios_from_dict
+from .stepping import same
 from .topology import CacheTier, Ratios
 
 # A sample older than this many ticks means the loop or the stats stalled:
 # deciding on it would act on the past.
 STALE_TICKS = 3
-# Ratios are stored by the mon in millionths; closer than this is equal.
-RATIO_EPSILON = 1e-6
 # After a failed `osd pool set`, wait this long before retrying, doubling
 # up to the cap: a mon that refuses now (or is electing) is not hammered.
 RETRY_BACKOFF_S = 30.0
@@ -259,11 +258,6 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
 
 
 VAR_RATIO = {var: name for name, var in actuation.POOL_VARS.items()}
-
-
-def same(a: Ratios, b: Ratios) -> bool:
-    return (abs(a.dirty - b.dirty) < RATIO_EPSILON and abs(a.dirty_high - b.dirty_high)
-            < RATIO_EPSILON and abs(a.full - b.full) < RATIO_EPSILON)
 
 
 def fmt(r: Ratios) -> str:

@@ -821,7 +821,7 @@ def _step_as_before(current, recommended, knobs, exempt):
     c = (current.dirty, current.dirty_high, current.full)
     r = (recommended.dirty, recommended.dirty_high, recommended.full)
     if c == r and c[0] <= c[1] <= c[2]:
-        return controller._round(c)
+        return controller.to_mon_grid(c)
     t, moving = [], []
     for ci, ri, ex in zip(c, r, exempt, strict=True):
         delta = ri - ci
@@ -835,7 +835,7 @@ def _step_as_before(current, recommended, knobs, exempt):
             above = [t[k] for k in range(j + 1, 3) if moving[k]]
             x[j] = min([max([c[j], *below]), *above])
     between = tuple((min(a, b), max(a, b)) for a, b in zip(c, r, strict=True))
-    return controller._round(order_within((x[0], x[1], x[2]), between))
+    return controller.to_mon_grid(order_within((x[0], x[1], x[2]), between))
 
 
 RATIO = st.floats(0.0, 1.0)
