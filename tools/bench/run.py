@@ -39,10 +39,15 @@ CLUSTER_POLICIES = ('static:0.4,0.6,0.8', 'tiertune')
 # bursts at 200 MiB/s over a 40 MiB/s base) does not fit this machine's
 # memstore cache and 24 MiB/s loop-device base; the variant keeps its shape.
 CLUSTER_SCENARIOS = (str(scn.SCENARIO_DIR / 'cluster' / 'bursty-write-fits.yaml'),
-                     str(scn.SCENARIO_DIR / 'cluster' / 'osiris-rados-bench-4m.yaml'))
+                     str(scn.SCENARIO_DIR / 'cluster' / 'osiris-rados-bench-4m.yaml'),
+                     str(scn.SCENARIO_DIR / 'cluster' / 'osiris-rados-bench-4m-overflow.yaml'))
 # Runs a suite adds for some scenarios: the OSiRIS bench with and without the
-# tier, as the site ran it.
-EXTRA_POLICIES = {'osiris-rados-bench-4m-cluster': ('no-tier',)}
+# tier, as the site ran it; the overflowing bench with full at the top and
+# the bottom of its default bounds, the choice the law's rule for surges
+# larger than the cache makes (full to its maximum).
+EXTRA_POLICIES = {'osiris-rados-bench-4m-cluster': ('no-tier',),
+                  'osiris-rados-bench-4m-overflow-cluster': ('static:0.1,0.6,0.9',
+                                                             'static:0.1,0.6,0.6')}
 
 
 def primary_metric(sc: scn.Scenario) -> Tuple[str, bool]:
