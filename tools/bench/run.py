@@ -89,6 +89,15 @@ def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> 
 
 def run_one(sc: scn.Scenario, policy: str, backend: str, workdir: Path,
             log: Callable[[str], None] = print, time_scale: float = 1.0) -> RunRecord:
+    rec = _run(sc, policy, backend, workdir, log, time_scale)
+    if sc.source:
+        # So `run.py report` can reload a scenario that is not shipped.
+        rec.params['scenario_file'] = str(Path(sc.source).resolve())
+    return rec
+
+
+def _run(sc: scn.Scenario, policy: str, backend: str, workdir: Path,
+         log: Callable[[str], None], time_scale: float) -> RunRecord:
     spec = policies.parse(policy)
     if backend == 'sim':
         from simulator.run import simulate
@@ -182,6 +191,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 return 0
             known = {sc.name: sc for sc in map(scn.load, [*scn.SCENARIO_DIR.glob('*.yaml'),
                                                           *scn.SCENARIO_DIR.glob('*/*.yaml')])}
+            for r in recs:
+                path = r.params.get('scenario_file')
+                if r.scenario not in known and path and Path(path).is_file():
+                    known[r.scenario] = scn.load(Path(path))
             write_report(recs, {r.scenario: known[r.scenario] for r in recs
                                 if r.scenario in known}, a.dir)
         else:

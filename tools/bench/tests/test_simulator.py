@@ -308,6 +308,9 @@ def test_short_scenario_end_to_end_on_the_simulator(tmp_path, capsys):
     md = (out / 'results.md').read_text()
     assert '| tiertune |' in md and 'best-static (static:' in md
     assert (out / 'short.png').stat().st_size > 10_000
+    # Rewriting the report from the records gives the suite's report back.
+    assert bench_run.main(['report', '--dir', str(out)]) == 0
+    assert (out / 'results.md').read_text() == md
     # The docs' tables come from the same records.
     capsys.readouterr()
     assert bench_run.main(['report', '--dir', str(out), '--rst']) == 0
