@@ -119,6 +119,11 @@ def _run(sc: scn.Scenario, policy: str, backend: str, workdir: Path,
     return rec
 
 
+def policies_for(name: str, pols: Sequence[str]) -> List[str]:
+    """The policies a suite runs on scenario `name`, in the order it runs them."""
+    return [*pols, *(p for p in EXTRA_POLICIES.get(name, ()) if p not in pols)]
+
+
 def _file_name(rec: RunRecord) -> str:
     return f'{rec.scenario}--{rec.policy.replace(":", "_").replace(",", "_")}.json'
 
@@ -132,7 +137,7 @@ def suite(backend: str, out_dir: Path, scenarios: Sequence[str], pols: Sequence[
     for name in scenarios:
         sc = scn.load(shipped.get(name) or Path(name))
         loaded[sc.name] = sc
-        for pol in [*pols, *(p for p in EXTRA_POLICIES.get(sc.name, ()) if p not in pols)]:
+        for pol in policies_for(sc.name, pols):
             rec = run_one(sc, pol, backend, workdir, time_scale=time_scale)
             rec.write(out_dir / _file_name(rec))
             records.append(rec)
@@ -178,16 +183,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         elif a.cmd == 'report':
             from report import rst_tables, write_report
             # The suite's order: scenarios as shipped() lists them, policies as run.
-            names, order = list(scn.shipped()), [*SIM_POLICIES, *CLUSTER_POLICIES]
+            names, suite_pols = list(scn.shipped()), [*SIM_POLICIES, *CLUSTER_POLICIES]
 
             def rank(r: RunRecord) -> Tuple[int, str, int, str]:
+                order = policies_for(r.scenario, suite_pols)
                 return (names.index(r.scenario) if r.scenario in names else len(names),
                         r.scenario, order.index(r.policy) if r.policy in order else len(order),
                         r.policy)
             recs = sorted((RunRecord.read(p) for p in a.dir.glob('*.json')), key=rank)
             if a.rst:
-                print(rst_tables(recs, sorted({r.scenario for r in recs}),
-                                 [*SIM_POLICIES, *CLUSTER_POLICIES]))
+                print(rst_tables(recs, sorted({r.scenario for r in recs}), suite_pols))
                 return 0
             known = {sc.name: sc for sc in map(scn.load, [*scn.SCENARIO_DIR.glob('*.yaml'),
                                                           *scn.SCENARIO_DIR.glob('*/*.yaml')])}

@@ -352,6 +352,26 @@ def test_grid_rank_says_how_many_static_settings_tiertune_matches(name, key, tt,
     assert report.grid_rank(sc, {'tiertune': _record(sc, 'tiertune', **{key: tt})}) == []
 
 
+def test_report_rewrites_rows_in_the_order_the_suite_ran_them(tmp_path):
+    """Extra runs a suite adds for a scenario keep their place too (here
+    full 0.9 before full 0.6, not the files' alphabetical order)."""
+    sc = scn.load(scn.SCENARIO_DIR / 'cluster' / 'osiris-rados-bench-4m-overflow.yaml')
+    ran = bench_run.policies_for(sc.name, bench_run.CLUSTER_POLICIES)
+    assert ran == ['static:0.4,0.6,0.8', 'tiertune', 'static:0.1,0.6,0.9', 'static:0.1,0.6,0.6']
+    for pol in ran:
+        rec = _record(sc, pol)
+        rec.backend = 'cluster'
+        rec.series = {k: [0.0, 1.0] for k in ('t', 'throughput_mib_s', 'write_lat_ms_p99',
+                                              'dirty', 'fill')}
+        rec.ratio_changes = [{'t': 0.0, 'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8}]
+        rec.write(tmp_path / bench_run._file_name(rec))
+    assert bench_run.main(['report', '--dir', str(tmp_path)]) == 0
+    rows = [line.split(' | ')[0].lstrip('| ')
+            for line in (tmp_path / 'results.md').read_text().splitlines()
+            if line.startswith('| ') and not line.startswith('| policy')]
+    assert rows == ran
+
+
 def test_pg_budget_counts_the_objects_each_pg_may_hold():
     import report
     sc = scn.load(scn.shipped()['bursty-write-exceeds'])     # 1 GiB / 32 PGs, 4 MiB objects
