@@ -29,7 +29,8 @@ TIME_SCALE ?= 1.0
 SEEDS ?= 5
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
-	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds
+	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
+	bench-agent-pacing
 
 check: deps-test lint unit standalone
 
@@ -90,6 +91,11 @@ bench-calibrate:
 # stay best on another spread, and how tiertune compares on each.
 bench-sim-seeds: deps-test
 	$(PYTHON) tools/bench/seeds.py --seeds $(SEEDS) --out $(BENCH_SIM_DIR)/seeds.md
+
+# How many clean objects the OSD agent evicts per flush it completes, by
+# the cache's clean share, on fresh local clusters (about 2 min a share).
+bench-agent-pacing: deps-test
+	$(PYTHON) tools/bench/agent_pacing.py $(AGENT_PACING_ARGS)
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:
