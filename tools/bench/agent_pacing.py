@@ -18,7 +18,7 @@ a 1 GiB target over 8 PGs, no hit sets, no tiertune):
   3. set dirty 0.01, full 0.05 (the PGs evict; without hit sets every clean
      object passes the temperature test) and dirty_high 0.99 (they flush
      LOW) or, with --high, 0.02 (HIGH); then read the cache OSDs' counters
-     from their admin sockets every SAMPLE_S for WINDOW_S or until the
+     (cluster_backend.osd_perf) every SAMPLE_S for WINDOW_S or until the
      clean objects are gone: tier_clean (flushes completed) and tier_evict.
 Per sampling interval it prints the clean share at the interval's start
 (objects written, less those evicted, plus those flushed clean) and the
@@ -41,6 +41,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+import rados  # noqa: E402  (the Debian python3-rados binding, as the mgr has it)
+from cluster_backend import cache_osds, osd_perf  # noqa: E402
 
 from localcluster import ClusterSpec, LocalCluster  # noqa: E402
 
@@ -98,17 +101,6 @@ def _set(c: LocalCluster, dirty: str, high: str, full: str) -> None:
         c.ceph('osd', 'pool', 'set', c.spec.cache_pool, var, val)
 
 
-def _counters(c: LocalCluster) -> Dict[str, float]:
-    total = dict.fromkeys(COUNTERS, 0.0)
-    for osd in range(c.spec.fast_osds):          # the cache's OSDs come first
-        sock = sorted(c.socket_dir.glob(f'osd.{osd}.*asok'))[-1]
-        out = c.run(['ceph', '--admin-daemon', str(sock), 'perf', 'dump'], timeout=30).stdout
-        counters = json.loads(out)['osd']
-        for k in COUNTERS:
-            total[k] += counters.get(k, 0)
-    return total
-
-
 def _dirty_objects(c: LocalCluster) -> int:
     for p in c.ceph_json('df', 'detail')['pools']:
         if p['name'] == c.spec.cache_pool:
@@ -117,8 +109,6 @@ def _dirty_objects(c: LocalCluster) -> int:
 
 
 def _write(c: LocalCluster, prefix: str, n: int) -> None:
-    import rados  # the Debian python3-rados binding, as the mgr has it
-
     cl = rados.Rados(conffile=str(c.conf))
     cl.connect()
     try:
@@ -147,13 +137,15 @@ def one_share(workdir: Path, dirty_share: float, objects: int, high: bool) -> Di
                    interval=2.0)
         _set(c, *HELD_OFF)
         _write(c, 'dirty', dirty)
-        start = _counters(c)
+        osds = cache_osds(c)
+        start = osd_perf(c, osds, COUNTERS)
         _set(c, '0.01', '0.02' if high else '0.99', '0.05')
         t0 = time.monotonic()
         samples: List[Dict[str, float]] = []
         while time.monotonic() - t0 < WINDOW_S:
-            now = _counters(c)
-            samples.append({'t': time.monotonic() - t0, **{k: now[k] - start[k] for k in now}})
+            now = osd_perf(c, osds, COUNTERS)
+            samples.append({'t': time.monotonic() - t0,
+                            **{k: float(now[k] - start[k]) for k in now}})
             if samples[-1]['tier_evict'] >= clean + samples[-1]['tier_clean']:
                 break
             time.sleep(SAMPLE_S)

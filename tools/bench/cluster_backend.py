@@ -172,16 +172,22 @@ TIER_PERF_KEYS = ('tier_proxy_read', 'tier_proxy_write', 'tier_promote', 'tier_f
 PERF_DUMP_TIMEOUT_S = 30
 
 
-def osd_perf(c: LocalCluster, osds: List[int]) -> Dict[str, int]:
+def cache_osds(c: LocalCluster) -> List[int]:
+    """The OSDs of the cache's device class (the memstore ones)."""
+    return [int(o) for o in c.ceph_json('osd', 'crush', 'class', 'ls-osd', 'ssd')]
+
+
+def osd_perf(c: LocalCluster, osds: List[int],
+             keys: Tuple[str, ...] = TIER_PERF_KEYS) -> Dict[str, int]:
     """Tier counters of the cache OSDs, summed: `ceph tell osd.N perf dump`
     (their priority keeps them out of the mgr's reports).  A subprocess, so a
     tell that never answers is a ClusterError after PERF_DUMP_TIMEOUT_S, not
     a blocked librados call no Python timeout can interrupt."""
-    tot = dict.fromkeys(TIER_PERF_KEYS, 0)
+    tot = dict.fromkeys(keys, 0)
     for osd in osds:
         counters = c.ceph_json('tell', f'osd.{osd}', 'perf', 'dump', 'osd',
                                timeout=PERF_DUMP_TIMEOUT_S)['osd']
-        for k in TIER_PERF_KEYS:
+        for k in keys:
             tot[k] += int(counters.get(k, 0))
     return tot
 
@@ -544,9 +550,9 @@ def run(scenario: scn.Scenario, policy: str, workdir: Path,
                            'rbd_cache': False}
         params['mgr_stats_period_s'] = MGR_STATS_PERIOD_S
         params['tiertune'] = _setup_policy(c, spec_p.kind)
-        cache_osds = [int(o) for o in c.ceph_json('osd', 'crush', 'class', 'ls-osd', 'ssd')]
+        osds = cache_osds(c)
         sampler = Sampler(c.conf, spec.cache_pool, spec.base_pool)
-        perf0 = osd_perf(c, cache_osds)
+        perf0 = osd_perf(c, osds)
         t0 = time.monotonic()
         wall0 = time.time()
         sampler.start(t0)
@@ -555,7 +561,7 @@ def run(scenario: scn.Scenario, policy: str, workdir: Path,
         params['wall_start'] = wall0
         runs, ops, bench_max = _run_phases(c, scenario, time_scale, iodir, t0, wall0, log)
         time.sleep(SETTLE_S)
-        perf1 = osd_perf(c, cache_osds)
+        perf1 = osd_perf(c, osds)
         sampler.stop()
         samples, sampler_errors = sampler.samples, sampler.errors
         sampler = None
