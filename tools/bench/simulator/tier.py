@@ -62,15 +62,41 @@ STORE_OVERHEAD_BYTES_PER_OBJECT = 300   # BlueStore's estimate in the agent
 # of how many one OSD's agent completes per second at full effort (it
 # lists 10 objects per agent_work pass; a pass takes milliseconds).
 EVICT_OBJECTS_PER_S_PER_OSD = 400.0
-# ... but while the OSD has flushes in flight the agent thread sleeps until
-# one completes (OSDService::agent_entry waits while the flush quota, max
-# ops minus ops in flight, is used up); woken, it walks the PG's objects,
-# evicting the clean ones it passes, until it starts the next flush.  How
-# many it passes per flush is measured, not derived: on the local cluster,
-# during a burst under Ceph's defaults (PGs in LOW, then HIGH), evictions
-# ran at ~53 MiB/s against flushes at ~22 MiB/s (doc/mgr/tiertune.rst,
-# calibration).
-EVICTS_PER_FLUSH_COMPLETION = 2.0
+# ... but while the OSD has flushes in flight its evictions follow their
+# completions.  OSDService::agent_entry sleeps while the flush quota (agent
+# ops allowed, less those in flight) is used up; when a flush completes it
+# calls PrimaryLogPG::agent_work on its top PG (see _evict_by_priority),
+# which lists AGENT_LISTED objects and starts at most the free ops: it
+# evicts the clean objects it meets, flushes the first dirty one, and goes
+# on evicting until it has started the free ops.  So, per flush completed,
+# with p the PG's clean share: the clean objects met before the next dirty
+# one, p / (1 - p), and up to osd_agent_max_ops - osd_agent_max_low_ops
+# more from the listing's rest.  Measured on the local cluster
+# (tools/bench/agent_pacing.py, bench-results/cluster/agent-pacing.md),
+# flushing LOW: 13.4, 4.8, ~3.0, 1.4 and 1.7 evictions per flush at clean
+# shares 0.9, 0.7, 0.5, 0.3 and 0.1, against 11.0, 4.3, 3.0, 2.2 and 0.95
+# from this reading.  Flushing HIGH measured 4.2 and 2.2 at 0.7 and 0.5,
+# nearer LOW's figures than the reading's p / (1 - p) alone (2.3 and 1.0),
+# so both modes use the LOW reading.
+AGENT_LISTED = 10              # osd_pool_default_cache_max_evict_check_size
+
+
+def evicts_per_flush(clean_share: float) -> float:
+    """Evictions the agent starts per flush it completes (see above)."""
+    p = min(max(clean_share, 0.0), 1.0)
+    if p >= 1.0:
+        return math.inf
+    before = p / (1.0 - p)
+    # E[min(k, X)], X ~ Binomial(rest of the listing, p): sum of P(X >= j)
+    k, n, q = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1, 1.0 - p
+    below = 0.0           # P(X < j), built up term by term
+    after = 0.0
+    for j in range(1, k + 1):
+        below += math.comb(n, j - 1) * p ** (j - 1) * q ** (n - j + 1)
+        after += 1.0 - below
+    return before + after
+
+
 # Utilization above this is treated as this: the fluid model has no queue
 # of its own, and 1/(1-u) must stay finite.
 UTILIZATION_CAP = 0.95
@@ -401,13 +427,14 @@ class TierSim:
         evicts = bool(np.count_nonzero(self.effort))
         if evicts:
             Cp = np.add.reduce(self.C, axis=1)
-            evict_pg = np.minimum(self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt
-                                  * self.osds / self.P, Cp)
+            allowed = math.inf
             if paced:
-                allowed = EVICTS_PER_FLUSH_COMPLETION * nflush
-                wanted = float((self.m * evict_pg).sum())
-                if wanted > allowed:
-                    evict_pg = evict_pg * (allowed / wanted)
+                # the clean share of what the evicting PGs held as the step began
+                evicting = self.m * (self.effort > 0)
+                share = float((evicting * rows[0]).sum()) / max(
+                    float((evicting * (rows[0] + rows[1])).sum()), 1e-12)
+                allowed = evicts_per_flush(share) * nflush
+            evict_pg = self._evict_by_priority(dt, Cp, allowed)
             efrac = np.divide(evict_pg, Cp, out=np.zeros_like(Cp), where=Cp > 0)
             evicted = self.C * efrac[:, None]
             self.C -= evicted
@@ -445,6 +472,37 @@ class TierSim:
             self.next_roll += self.hit_set_period
         return res
 
+    def _evict_by_priority(self, dt: float, clean_pg: np.ndarray, allowed: float) -> np.ndarray:
+        """Objects each PG of a row evicts this step.  The OSD's agent_queue
+        is keyed by evict effort and serves its highest level first (PGs
+        within a level round-robin), so the fullest PGs take the evictions
+        and a FULL PG (effort 1.0) takes them all: the PGs' fills close up
+        before the pool reaches its target.  Each OSD serves its own top
+        level; with the PGs spread evenly, a level of n PGs takes
+        min(n, OSDs free) OSDs' time, and what it cannot use (its PGs out
+        of clean objects) passes to the next level down.  `allowed` caps
+        the total (evictions paced by flush completions)."""
+        out = np.zeros(self.G)
+        speed = self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt    # one OSD's agent on one PG
+        osds_free = float(self.osds)
+        for level in sorted(set(self.effort[self.effort > 0].tolist()), reverse=True):
+            rows = self.effort == level
+            n = float(self.m[rows].sum())
+            serving = min(osds_free, n)
+            reach = speed[rows] * (serving / n)
+            take = np.minimum(reach, clean_pg[rows])
+            taken = float((self.m[rows] * take).sum())
+            if taken >= allowed:
+                out[rows] = take * (allowed / taken) if taken > 0 else take
+                break
+            out[rows] = take
+            allowed -= taken
+            could = float((self.m[rows] * reach).sum())
+            osds_free -= serving * (taken / could if could > 0 else 0.0)
+            if osds_free <= 1e-9:
+                break
+        return out
+
     def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> bool:
         """Writes waiting on a PG that left FULL are requeued; each promotes
         and lands dirty, and the PG, checking its mode on every op, goes
@@ -457,7 +515,7 @@ class TierSim:
         waiting = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
         if waiting.any():
             cached = self.C + self.D
-            room = np.maximum(self.budget / self.avg - cached.sum(axis=1), 0.0)
+            room = np.maximum(self._room_pg + self._in_flight_writes(d) - cached.sum(axis=1), 0.0)
             free = np.maximum(self.N - cached, 0.0)
             free_pg = free.sum(axis=1)
             n = np.where(waiting, np.minimum(np.minimum(self.blocked, room), free_pg), 0.0)
@@ -491,6 +549,15 @@ class TierSim:
                 self.blocked_since[done] = math.nan
         res.blocked = bool((self.blocked > 0).any())
         return landed_any
+
+    def _in_flight_writes(self, d: Demand) -> np.ndarray:
+        """Writes one PG of each row has in flight, in objects.  The PG
+        checks its evict mode as an op arrives (do_op -> agent_choose_mode)
+        from stats that count completed writes only, so the writes already
+        admitted land after it goes FULL: on the local cluster the pool's
+        fill peaked at 1.01-1.04 with 16 writes in flight on 8 PGs of 64
+        objects (bench-results/cluster/calibration*.md)."""
+        return d.threads * (1.0 - d.read_fraction) * self.w
 
     def _per_object(self, x: np.ndarray) -> np.ndarray:
         """x / N per (row, bin), 0 where the row has no objects."""
@@ -620,7 +687,8 @@ class TierSim:
         np.minimum(want_w, free - prom[1], out=prom[0])
         # a PG takes promotions until it is over its budget (FULL): past
         # that, a write waiting on its promotion waits on the PG
-        room = np.maximum(self._room_pg - np.add.reduce(cached, axis=1), self._zeros_pg)
+        room = np.maximum(self._room_pg + self._in_flight_writes(d) - np.add.reduce(cached, axis=1),
+                          self._zeros_pg)
         want_pg = np.add.reduce(prom, axis=2)
         want = want_pg[1] + want_pg[0]
         over = want > room
