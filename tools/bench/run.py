@@ -12,6 +12,7 @@ backend the winner of that search is what runs.
 """
 
 import argparse
+import copy
 import itertools
 import json
 import sys
@@ -71,16 +72,38 @@ def grid() -> List[Tuple[float, float, float]]:
 
 
 def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> RunRecord:
+    """The grid's best setting on the primary metric, among those that keep
+    at least THROUGHPUT_FLOOR of Ceph defaults' mean throughput: the bar
+    tiertune is held to, so best-static cannot win its latency by giving
+    up throughput tiertune may not (on the overflowing scenarios a high
+    dirty ratio cut the base's idle drain, and with it 11% of the
+    throughput, for a lower p99).  The unconstrained best is kept in
+    params['best_static_any'] for the report."""
+    from report import THROUGHPUT_FLOOR
     from simulator.run import simulate
+    defaults = simulate(sc, policies.PolicySpec('static', policies.CEPH_DEFAULTS), seed=seed)
+    floor = THROUGHPUT_FLOOR * (defaults.metrics.get('throughput_mib_s_mean') or 0.0)
     best: Optional[RunRecord] = None
+    best_any: Optional[RunRecord] = None
     tried = []
     for r in grid():
-        rec = simulate(sc, policies.PolicySpec('static', r), seed=seed)
-        tried.append({'ratios': list(r), 'primary': score(rec, sc)[0]})
-        if best is None or score(rec, sc) < score(best, sc):
+        rec = (defaults if r == policies.CEPH_DEFAULTS
+               else simulate(sc, policies.PolicySpec('static', r), seed=seed))
+        tput = rec.metrics.get('throughput_mib_s_mean') or 0.0
+        eligible = tput >= floor - 1e-9
+        tried.append({'ratios': list(r), 'primary': score(rec, sc)[0], 'throughput': tput,
+                      'eligible': eligible})
+        if best_any is None or score(rec, sc) < score(best_any, sc):
+            best_any = rec
+        if eligible and (best is None or score(rec, sc) < score(best, sc)):
             best = rec
-    assert best is not None
+    assert best is not None and best_any is not None    # the defaults are on the grid
+    best = copy.deepcopy(best)            # the defaults' record stays as it was
     best.params['best_static'] = best.policy
+    best.params['best_static_any'] = {'policy': best_any.policy,
+                                      'primary': score(best_any, sc)[0],
+                                      'throughput': best_any.metrics.get('throughput_mib_s_mean')}
+    best.params['throughput_floor_mib_s'] = floor
     best.params['grid'] = tried
     best.policy = 'best-static'
     log(f'{sc.name}: best-static is {best.params["best_static"]}')

@@ -15,6 +15,9 @@ as well as to the workload.  Here each scenario runs on seeds 0..N-1 under:
   per-seed best   the grid searched again on each seed (hindsight on that
                   very run: the strict bar)
 
+Both picks are run.best_static's: the grid's best on the primary metric
+among the settings that keep 0.95x Ceph defaults' mean throughput.
+
 and prints, per scenario, the primary metric (as run.py's primary_metric)
 on each seed, then on how many seeds tiertune is at least as good as each
 static policy (exact comparison, no tolerance) and the mean over seeds.

@@ -248,9 +248,12 @@ def _law(inp: ControllerInput) -> _Law:
         # cleaner the cache (measured on the local cluster: about 1.5 at a
         # clean share of 0.3, 3 at 0.5, 13 at 0.9; tools/bench/agent_pacing.py):
         # clean data kept is room that opens faster than dirty data drains.  On
+        # the local cluster, a bench four times the cache ran at 21.7 MiB/s
+        # with full 0.9 against 20.3 with 0.6 (bench-results/cluster).  On
         # the simulator, 4 MiB benches six times the cache
-        # (osiris-rados-bench-4m-overflow): p99 write 11.4 s with this rule,
-        # 13.9 s without.
+        # (osiris-rados-bench-4m-overflow, p99 write, mean of 5 PG spreads):
+        # 10.9 s with this rule, 10.7 s without, since its eviction follows
+        # the agent's order and pace (11.4 against 13.9 s before).
         overflows = surge / target > 1.0 - dmin + RATIO_EPS
         ceiling = 1.0 if overflows else 1.0 - room_needed
     nums.update(net_inflow_bps=max(now_bps - evict, 0.0), inflow_run_bps=run_bps,
@@ -404,10 +407,7 @@ def _law(inp: ControllerInput) -> _Law:
     if overflows:
         # Room above full cannot take such a surge, and clean data can: the
         # agent evicts it faster than it flushes dirty data, so every byte
-        # of it is room that opens sooner.  On the simulator (5 PG spreads,
-        # make bench-sim-seeds), osiris-rados-bench-4m-overflow's p99 write
-        # went from 10.5 s (full kept where it was) to 7.4 s, together with
-        # the run-rate surge above.
+        # of it is room that opens sooner (figures above).
         want_f = ceiling
         why = room.rstrip('; ')
         purpose = ('so it goes as high as allowed (clean data is room the agent opens '
