@@ -36,6 +36,12 @@ def _primary(sc: Scenario) -> tuple:
     return ('write_lat_ms_p99', True) if writes else ('hit_ratio', False)
 
 
+def meets_throughput_floor(throughput: float, defaults: float) -> bool:
+    """The mean throughput bar tiertune is held to, and best-static's picks
+    with it (run.best_static)."""
+    return throughput >= THROUGHPUT_FLOOR * defaults
+
+
 def _better_or_equal(a: Optional[float], b: Optional[float], lower: bool,
                      slack: float = 0.0) -> Optional[bool]:
     """a is at least as good as b, b given slack (a fraction of b)."""
@@ -64,7 +70,7 @@ def checks(sc: Scenario, by_policy: Mapping[str, RunRecord]) -> List[str]:
     dflt = by_policy.get(DEFAULT)
     if dflt is not None:
         t, d = tt.metrics.get('throughput_mib_s_mean'), dflt.metrics.get('throughput_mib_s_mean')
-        line(None if t is None or d is None else t >= THROUGHPUT_FLOOR * d,
+        line(None if t is None or d is None else meets_throughput_floor(t, d),
              f'mean throughput tiertune {t} vs Ceph defaults {d} (floor {THROUGHPUT_FLOOR:g}x)')
         if sc.name in FITS_SCENARIOS:
             a, b = tt.metrics.get('write_lat_ms_p99'), dflt.metrics.get('write_lat_ms_p99')

@@ -79,35 +79,37 @@ def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> 
     dirty ratio cut the base's idle drain, and with it 11% of the
     throughput, for a lower p99).  The unconstrained best is kept in
     params['best_static_any'] for the report."""
-    from report import THROUGHPUT_FLOOR
+    from report import THROUGHPUT_FLOOR, meets_throughput_floor
     from simulator.run import simulate
     defaults = simulate(sc, policies.PolicySpec('static', policies.CEPH_DEFAULTS), seed=seed)
-    floor = THROUGHPUT_FLOOR * (defaults.metrics.get('throughput_mib_s_mean') or 0.0)
-    best: Optional[RunRecord] = None
-    best_any: Optional[RunRecord] = None
+    defaults_tput = defaults.metrics.get('throughput_mib_s_mean') or 0.0
+    best: Optional[Tuple[Tuple[float, float], RunRecord]] = None
+    best_any: Optional[Tuple[Tuple[float, float], RunRecord]] = None
     tried = []
     for r in grid():
         rec = (defaults if r == policies.CEPH_DEFAULTS
                else simulate(sc, policies.PolicySpec('static', r), seed=seed))
+        s = score(rec, sc)
         tput = rec.metrics.get('throughput_mib_s_mean') or 0.0
-        eligible = tput >= floor - 1e-9
-        tried.append({'ratios': list(r), 'primary': score(rec, sc)[0], 'throughput': tput,
+        eligible = meets_throughput_floor(tput, defaults_tput)
+        tried.append({'ratios': list(r), 'primary': s[0], 'throughput': tput,
                       'eligible': eligible})
-        if best_any is None or score(rec, sc) < score(best_any, sc):
-            best_any = rec
-        if eligible and (best is None or score(rec, sc) < score(best, sc)):
-            best = rec
+        if best_any is None or s < best_any[0]:
+            best_any = (s, rec)
+        if eligible and (best is None or s < best[0]):
+            best = (s, rec)
     assert best is not None and best_any is not None    # the defaults are on the grid
-    best = copy.deepcopy(best)            # the defaults' record stays as it was
-    best.params['best_static'] = best.policy
-    best.params['best_static_any'] = {'policy': best_any.policy,
-                                      'primary': score(best_any, sc)[0],
-                                      'throughput': best_any.metrics.get('throughput_mib_s_mean')}
-    best.params['throughput_floor_mib_s'] = floor
-    best.params['grid'] = tried
-    best.policy = 'best-static'
-    log(f'{sc.name}: best-static is {best.params["best_static"]}')
-    return best
+    any_rec = best_any[1]
+    best_rec = copy.deepcopy(best[1])     # the defaults' record stays as it was
+    best_rec.params['best_static'] = best_rec.policy
+    best_rec.params['best_static_any'] = {
+        'policy': any_rec.policy, 'primary': best_any[0][0],
+        'throughput': any_rec.metrics.get('throughput_mib_s_mean')}
+    best_rec.params['throughput_floor_mib_s'] = THROUGHPUT_FLOOR * defaults_tput
+    best_rec.params['grid'] = tried
+    best_rec.policy = 'best-static'
+    log(f'{sc.name}: best-static is {best_rec.params["best_static"]}')
+    return best_rec
 
 
 def run_one(sc: scn.Scenario, policy: str, backend: str, workdir: Path,

@@ -13,11 +13,14 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
   * flushing is capped per OSD by in-flight agent ops: 2 (LOW) or 4 when
     any PG on the OSD is HIGH; each flush is one object written to the
     base, so a flush takes base latency + object / base bandwidth share;
-  * eviction takes clean objects only, uniformly (the temperature test
-    does not favour cold objects: see the reference's reading of it);
+  * eviction takes clean objects only, uniformly within a PG (the
+    temperature test does not favour cold objects: see the reference's
+    reading of it), from the PGs of the highest evict effort first (the
+    OSD's agent_queue), and while the OSD flushes, as many per completed
+    flush as the PGs' clean share gives (evicts_per_flush);
   * a PG over its budget is FULL: client writes to objects it does not
-    hold wait ("waiting for cache not full") until it leaves FULL; reads
-    that miss are proxied;
+    hold wait ("waiting for cache not full") until it leaves FULL, the
+    writes already in flight landing first; reads that miss are proxied;
   * with hit sets, a miss is proxied to the base and the object promoted
     afterwards (clean) by hit-set recency (0: always; N: seen in the
     current set and the N-1 newest archives) within the per-OSD promote
