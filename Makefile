@@ -30,7 +30,7 @@ SEEDS ?= 5
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
-	bench-agent-pacing
+	bench-agent-pacing bench-agent-priority
 
 check: deps-test lint unit standalone
 
@@ -96,6 +96,11 @@ bench-sim-seeds: deps-test
 # the cache's clean share, on fresh local clusters (about 2 min a share).
 bench-agent-pacing: deps-test
 	$(PYTHON) tools/bench/agent_pacing.py $(AGENT_PACING_ARGS)
+
+# Which PGs the OSD agent flushes first: those that evict before those that
+# only flush?  On a fresh local cluster (about 2 min).
+bench-agent-priority: deps-test
+	$(PYTHON) tools/bench/agent_priority.py
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:

@@ -13,6 +13,9 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
   * flushing is capped per OSD by in-flight agent ops: 2 (LOW) or 4 when
     any PG on the OSD is HIGH; each flush is one object written to the
     base, so a flush takes base latency + object / base bandwidth share;
+    the OSD's agent_queue, keyed by evict effort, hands the ops to the
+    PGs that evict (FULL first) before those that only flush (level 0;
+    measured in bench-results/cluster/agent-priority.md);
   * eviction takes clean objects only, uniformly within a PG (the
     temperature test does not favour cold objects: see the reference's
     reading of it), from the PGs of the highest evict effort first (the
@@ -389,8 +392,8 @@ class TierSim:
         # steps and drain at ~70% of the base's bandwidth.
         flush_time = lat_base + FLUSH_EXTRA_LATENCY_S + S / bw_base
         # The quota is per OSD and the rows' PGs spread over all OSDs: with
-        # any PG HIGH every OSD has one, and the flushing PGs share the
-        # OSDs' in-flight ops evenly.
+        # any PG HIGH every OSD has one.  The OSD hands its in-flight ops to
+        # its top PG first (_flush_by_priority).
         dirty_pg = rows[1]
         flush_pg = self._zeros_pg
         paced = flushes = False     # evictions follow flush completions (see above)
@@ -403,8 +406,7 @@ class TierSim:
             if paced:
                 quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
                     else OSD_AGENT_MAX_LOW_OPS
-                flush_pg[flushing] = (self.osds * quota / flush_time * dt
-                                      / float(self.m[flushing].sum()))
+                flush_pg = self._flush_by_priority(quota / flush_time * dt, dirty_pg, flushing)
             flush_pg = np.minimum(flush_pg, dirty_pg)
             flushes = bool(np.count_nonzero(flush_pg))
 
@@ -475,25 +477,24 @@ class TierSim:
             self.next_roll += self.hit_set_period
         return res
 
-    def _evict_by_priority(self, dt: float, clean_pg: np.ndarray, allowed: float) -> np.ndarray:
-        """Objects each PG of a row evicts this step.  The OSD's agent_queue
-        is keyed by evict effort and serves its highest level first (PGs
-        within a level round-robin), so the fullest PGs take the evictions
-        and a FULL PG (effort 1.0) takes them all: the PGs' fills close up
-        before the pool reaches its target.  Each OSD serves its own top
-        level; with the PGs spread evenly, a level of n PGs takes
-        min(n, OSDs free) OSDs' time, and what it cannot use (its PGs out
-        of clean objects) passes to the next level down.  `allowed` caps
-        the total (evictions paced by flush completions)."""
+    def _serve_by_level(self, level: np.ndarray, speed: np.ndarray, have: np.ndarray,
+                        allowed: float) -> np.ndarray:
+        """What each PG of a row gets of its OSD's agent this step, the
+        agent_queue's way: the queue is keyed by evict effort and the OSD
+        serves its highest level first (PGs within a level round-robin).
+        Each OSD serves its own top level; with the PGs spread evenly, a
+        level of n PGs takes min(n, OSDs free) OSDs' time, at `speed` per
+        PG an OSD serves alone, and what it cannot use (its PGs out of
+        `have`) passes to the next level down.  `level` < 0: not queued.
+        `allowed` caps the total."""
         out = np.zeros(self.G)
-        speed = self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt    # one OSD's agent on one PG
         osds_free = float(self.osds)
-        for level in sorted(set(self.effort[self.effort > 0].tolist()), reverse=True):
-            rows = self.effort == level
+        for lv in sorted(set(level[level >= 0].tolist()), reverse=True):
+            rows = level == lv
             n = float(self.m[rows].sum())
             serving = min(osds_free, n)
             reach = speed[rows] * (serving / n)
-            take = np.minimum(reach, clean_pg[rows])
+            take = np.minimum(reach, have[rows])
             taken = float((self.m[rows] * take).sum())
             if taken >= allowed:
                 out[rows] = take * (allowed / taken) if taken > 0 else take
@@ -505,6 +506,27 @@ class TierSim:
             if osds_free <= 1e-9:
                 break
         return out
+
+    def _evict_by_priority(self, dt: float, clean_pg: np.ndarray, allowed: float) -> np.ndarray:
+        """Objects each PG of a row evicts this step: the fullest PGs take
+        the evictions and a FULL PG (effort 1.0) takes them all, so the
+        PGs' fills close up before the pool reaches its target.  One OSD's
+        agent evicts at its effort x EVICT_OBJECTS_PER_S_PER_OSD; `allowed`
+        caps the total (evictions paced by flush completions)."""
+        level = np.where(self.effort > 0, self.effort, -1.0)
+        return self._serve_by_level(level, self.effort * EVICT_OBJECTS_PER_S_PER_OSD * dt,
+                                    clean_pg, allowed)
+
+    def _flush_by_priority(self, per_osd: float, dirty_pg: np.ndarray,
+                           flushing: np.ndarray) -> np.ndarray:
+        """Objects each PG of a row flushes this step.  The agent_queue's
+        key, evict effort, stands for all agent effort (agent_choose_mode
+        says so): a PG that flushes without evicting sits at level 0, and
+        the PGs that evict, FULL ones first, have their OSD's in-flight
+        flush ops before it.  One PG can hold all of them (agent_work
+        starts flushes up to the quota), `per_osd` objects a step."""
+        level = np.where(flushing, self.effort, -1.0)
+        return self._serve_by_level(level, np.full(self.G, per_osd), dirty_pg, math.inf)
 
     def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> bool:
         """Writes waiting on a PG that left FULL are requeued; each promotes

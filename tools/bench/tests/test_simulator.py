@@ -226,6 +226,39 @@ def test_the_agent_evicts_from_its_fullest_pgs_first():
     assert took[top] > 0 and np.allclose(took[:top], 0.0)
 
 
+def test_the_agent_flushes_its_evicting_pgs_before_the_flush_only_ones():
+    # The queue's key, evict effort, stands for all agent effort: PGs that
+    # only flush sit at level 0, and an OSD hands its in-flight flush ops to
+    # the PGs that evict (FULL first) before them.  One OSD, every PG dirty
+    # and flushing, one of them over its budget.
+    sc = short(cache={'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20},
+               sim={'cache_osds': 1})
+    sim = new_sim(sc)
+    sim.pool_set('cache_target_dirty_ratio', '0.1')
+    make_dirty(sim, 0.5)
+    top = sim.G - 1
+    sim.D[top] *= 1.05 / 0.5                 # over its budget: FULL
+    sim.choose_modes()
+    assert sim.evict_mode[top] == EVICT_FULL and (sim.evict_mode[:top] == EVICT_IDLE).all()
+    assert (sim.flush_mode[:top] == FLUSH_LOW).all()
+    before = sim.D.sum(axis=1)
+    sim.step(0.1, IDLE)
+    flushed = before - sim.D.sum(axis=1)
+    assert flushed[top] > 0 and np.allclose(flushed[:top], 0.0)
+    # With more OSDs than the top level has PGs, the spare OSDs flush level 0.
+    sc = short(cache={'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20},
+               sim={'cache_osds': 4})
+    sim = new_sim(sc)
+    sim.pool_set('cache_target_dirty_ratio', '0.1')
+    make_dirty(sim, 0.5)
+    sim.D[top] *= 1.05 / 0.5
+    before = sim.D.sum(axis=1)
+    sim.step(0.1, IDLE)
+    flushed = before - sim.D.sum(axis=1)
+    per_pg = flushed[top] / sim.m[top]       # one OSD's quota on each of the row's PGs
+    assert (flushed[:top] > 0).all() and (flushed[:top] / sim.m[:top] < per_pg).all()
+
+
 def test_writes_in_flight_carry_a_pg_past_its_budget_before_it_blocks():
     # The PG checks its mode as an op arrives, from stats of completed
     # writes: the threads' writes in flight land after it goes FULL (the
