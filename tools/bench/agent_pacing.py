@@ -95,7 +95,8 @@ def evicts_per_flush(ivs: Sequence[Interval]) -> Optional[float]:
     return sum(iv.evicted for iv in kept) / flushed if flushed > 0 else None
 
 
-def _set(c: LocalCluster, dirty: str, high: str, full: str) -> None:
+def set_ratios(c: LocalCluster, dirty: str, high: str, full: str) -> None:
+    """dirty_high, dirty, then full: one `osd pool set` each."""
     for var, val in (('cache_target_dirty_high_ratio', high), ('cache_target_dirty_ratio', dirty),
                      ('cache_target_full_ratio', full)):
         c.ceph('osd', 'pool', 'set', c.spec.cache_pool, var, val)
@@ -108,13 +109,14 @@ def _dirty_objects(c: LocalCluster) -> int:
     raise KeyError(c.spec.cache_pool)
 
 
-def _write(c: LocalCluster, prefix: str, n: int) -> None:
+def write_objects(c: LocalCluster, names: Sequence[str]) -> None:
+    """One OBJECT-sized object per name, all in flight at once."""
     cl = rados.Rados(conffile=str(c.conf))
     cl.connect()
     try:
         io = cl.open_ioctx(c.spec.base_pool)    # through the overlay, into the cache
         data = b'\xa5' * OBJECT
-        for comp in [io.aio_write_full(f'{prefix}-{i}', data) for i in range(n)]:
+        for comp in [io.aio_write_full(name, data) for name in names]:
             comp.wait_for_complete()
         io.close()
     finally:
@@ -131,15 +133,15 @@ def one_share(workdir: Path, dirty_share: float, objects: int, high: bool) -> Di
         c.start()
         dirty = int(round(objects * dirty_share))
         clean = objects - dirty
-        _write(c, 'clean', clean)
-        _set(c, '0', HELD_OFF[1], HELD_OFF[2])
+        write_objects(c, [f'clean-{i}' for i in range(clean)])
+        set_ratios(c, '0', HELD_OFF[1], HELD_OFF[2])
         c.wait_for('the clean part flushed', lambda: _dirty_objects(c) == 0, timeout=600,
                    interval=2.0)
-        _set(c, *HELD_OFF)
-        _write(c, 'dirty', dirty)
+        set_ratios(c, *HELD_OFF)
+        write_objects(c, [f'dirty-{i}' for i in range(dirty)])
         osds = cache_osds(c)
         start = osd_perf(c, osds, COUNTERS)
-        _set(c, '0.01', '0.02' if high else '0.99', '0.05')
+        set_ratios(c, '0.01', '0.02' if high else '0.99', '0.05')
         t0 = time.monotonic()
         samples: List[Dict[str, float]] = []
         while time.monotonic() - t0 < WINDOW_S:

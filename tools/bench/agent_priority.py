@@ -42,32 +42,19 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import rados  # noqa: E402  (the Debian python3-rados binding, as the mgr has it)
+from agent_pacing import HELD_OFF, set_ratios, write_objects  # noqa: E402
 from cluster_backend import cache_osds  # noqa: E402
 
 from localcluster import ClusterSpec, LocalCluster  # noqa: E402
 
-MiB = 1 << 20
-OBJECT = 4 * MiB
 TARGET = 1 << 30                  # 32 objects of 4 MiB per PG
 PG_NUM = 8
 EVICTING_OBJECTS = 26             # fill ~0.81: over full 0.6, effort (0.81-0.6)/0.4 -> 0.5
 FLUSH_ONLY_OBJECTS = 16           # fill ~0.5: under full 0.6 less its slop
 SAMPLE_S = 1.0
 WINDOW_S = 180.0
-HELD_OFF = ('0.9', '0.95', '0.99')
 RUN = ('0.01', '0.99', '0.6')     # dirty, dirty_high, full while measuring
 MIN_EVICT_AGE_S = 3600
-
-
-def _set(c: LocalCluster, dirty: str, high: str, full: str) -> None:
-    # The full ratio last.  Set first, the evicting PGs are queued with
-    # nothing they may do (evictions too young, flushing off), and a pass
-    # that starts nothing delays them for osd_agent_delay_time (5 s: the
-    # second run in agent-priority.md); set last, every PG flushes at
-    # level 0 for the second between the two commands.
-    for var, val in (('cache_target_dirty_high_ratio', high), ('cache_target_dirty_ratio', dirty),
-                     ('cache_target_full_ratio', full)):
-        c.ceph('osd', 'pool', 'set', c.spec.cache_pool, var, val)
 
 
 def _pg_of(cl: 'rados.Rados', pool: str, name: str) -> Tuple[str, int]:
@@ -125,17 +112,19 @@ def run(workdir: Path) -> Dict[str, Any]:
         cl.connect()
         try:
             names = _names_by_pg(cl, spec.cache_pool, want)
-            io = cl.open_ioctx(spec.base_pool)     # through the overlay, into the cache
-            data = b'\xa5' * OBJECT
-            for comp in [io.aio_write_full(n, data) for pg in names for n in names[pg]]:
-                comp.wait_for_complete()
-            io.close()
         finally:
             cl.shutdown()
+        write_objects(c, [n for pg in names for n in names[pg]])
         c.wait_for('every PG reporting its dirty objects',
                    lambda: _dirty_by_pg(c) == {pg: want[pg] for pg in want},
                    timeout=120, interval=1.0)
-        _set(c, *RUN)
+        # The full ratio last (set_ratios' order).  Set first, the evicting
+        # PGs are queued with nothing they may do (evictions too young,
+        # flushing off), and a pass that starts nothing delays them for
+        # osd_agent_delay_time (5 s: the second run in agent-priority.md);
+        # set last, every PG flushes at level 0 for the second between the
+        # two commands.
+        set_ratios(c, *RUN)
         t0 = time.monotonic()
         samples: List[Dict[str, Any]] = []
         while time.monotonic() - t0 < WINDOW_S:
