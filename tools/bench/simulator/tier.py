@@ -269,8 +269,11 @@ class TierSim:
         setattr(self.ratios, names[var], round(f * MICRO) / MICRO)
         self.epoch += 1
         self.last_change_epoch = self.epoch
-        # on_pool_change -> hit_set_setup: the in-memory hit sets are dropped
+        # on_pool_change -> hit_set_setup -> hit_set_create: the in-memory hit
+        # set is dropped and the new one starts now (hit_set_start_stamp), so
+        # the next archive is a whole period away.
         self.acc[:] = 0.0
+        self.next_roll = self.t + self.hit_set_period
         return None
 
     # ----- the agent -------------------------------------------------------------

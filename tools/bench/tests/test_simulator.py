@@ -296,6 +296,22 @@ def test_pool_set_rounds_like_the_mon_and_drops_the_hit_sets():
     assert sim.pool_set('bogus', '0.5') is not None
 
 
+def test_a_pool_change_starts_a_whole_new_hit_set_period():
+    # hit_set_create stamps the new set's start (hit_set_start_stamp =
+    # now): the set begun at a change is archived a whole period later, not
+    # at the boundary the dropped set would have reached.
+    sim = new_sim(short())                    # hit_set_period_s 20
+    for _ in range(15):
+        sim.step(1.0, IDLE)
+    sim.pool_set('cache_target_dirty_ratio', '0.2')
+    for _ in range(10):                       # past the old boundary (t=20)
+        sim.step(1.0, IDLE)
+    assert sim.archives == []
+    for _ in range(10):                       # t=35: 20 s after the change
+        sim.step(1.0, IDLE)
+    assert len(sim.archives) == 1
+
+
 def test_flushes_count_in_the_base_pool_writes_as_on_a_real_cluster():
     sim = new_sim(short())
     make_dirty(sim, 0.5)
