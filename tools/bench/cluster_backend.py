@@ -111,6 +111,12 @@ class Sample:
     cache: Dict[str, int]          # stat_sum of the cache pool (mgr PG stats)
     base: Dict[str, int]           # stat_sum of the base pool
     pools: List[Dict[str, Any]]    # OSD map entries of both pools
+    pgs: Optional[Dict[str, List[int]]] = None   # per cache PG: PG_TRACE_FIELDS
+
+
+# What a per-PG trace keeps of each cache PG's stat_sum (Sampler pg_trace).
+PG_TRACE_FIELDS = ('num_evict_mode_full', 'num_evict_mode_some', 'num_flush_mode_high',
+                   'num_flush_mode_low', 'num_objects', 'num_objects_dirty')
 
 
 def _json_cmd(r: 'rados.Rados', kind: str, cmd: Dict[str, Any], timeout: int = 10) -> Any:
@@ -123,11 +129,15 @@ def _json_cmd(r: 'rados.Rados', kind: str, cmd: Dict[str, Any], timeout: int = 1
 
 class Sampler:
     """Once a second: `pg dump pools` (the mgr's per-pool stat_sum) and
-    `osd dump` (the pools' ratios), through one librados client."""
+    `osd dump` (the pools' ratios), through one librados client; with
+    pg_trace, also `pg ls-by-pool` of the cache pool (each PG's agent modes
+    and object counts, PG_TRACE_FIELDS)."""
 
-    def __init__(self, conf: Path, cache_pool: str, base_pool: str) -> None:
+    def __init__(self, conf: Path, cache_pool: str, base_pool: str,
+                 pg_trace: bool = False) -> None:
         self.conf = conf
         self.names = (cache_pool, base_pool)
+        self.pg_trace = pg_trace
         self.samples: List[Sample] = []
         self.errors: List[str] = []
         self.t0 = time.monotonic()
@@ -153,8 +163,14 @@ class Sampler:
         dump = _json_cmd(self._r, 'mgr', {'prefix': 'pg dump', 'dumpcontents': ['pools'],
                                           'format': 'json'})
         sums = {int(p['poolid']): p['stat_sum'] for p in dump['pool_stats']}
+        pgs = None
+        if self.pg_trace:
+            ls = _json_cmd(self._r, 'mgr', {'prefix': 'pg ls-by-pool', 'poolstr': self.names[0],
+                                            'format': 'json'})
+            pgs = {p['pgid']: [int(p['stat_sum'].get(k, 0)) for k in PG_TRACE_FIELDS]
+                   for p in (ls['pg_stats'] if isinstance(ls, dict) else ls)}
         return Sample(t=t, cache=sums[ids[0]], base=sums[ids[1]],
-                      pools=[pools[n] for n in self.names])
+                      pools=[pools[n] for n in self.names], pgs=pgs)
 
     def _loop(self) -> None:
         due = time.monotonic()
@@ -509,10 +525,13 @@ def _setup_policy(c: LocalCluster, kind: str) -> Dict[str, Any]:
 
 def run(scenario: scn.Scenario, policy: str, workdir: Path,
         log: Callable[[str], None] = print, time_scale: float = 1.0,
-        cluster_overrides: Optional[Dict[str, str]] = None) -> RunRecord:
+        cluster_overrides: Optional[Dict[str, str]] = None,
+        pg_trace: bool = False) -> RunRecord:
     """One scenario under policy ('static:D,H,F' or 'tiertune') on a fresh
     local cluster in a new directory under workdir.  cluster_overrides:
-    ClusterSpec fields as KEY=VALUE strings, applied last (recorded)."""
+    ClusterSpec fields as KEY=VALUE strings, applied last (recorded).
+    pg_trace: keep each cache PG's agent modes and object counts once a
+    second in params['pg_trace'] (Sampler)."""
     spec_p = policies.parse(policy)
     if spec_p.kind not in ('static', 'tiertune', 'no-tier'):
         raise policies.PolicyError(f'{policy}: the cluster backend runs static:D,H,F, '
@@ -551,7 +570,7 @@ def run(scenario: scn.Scenario, policy: str, workdir: Path,
         params['mgr_stats_period_s'] = MGR_STATS_PERIOD_S
         params['tiertune'] = _setup_policy(c, spec_p.kind)
         osds = cache_osds(c)
-        sampler = Sampler(c.conf, spec.cache_pool, spec.base_pool)
+        sampler = Sampler(c.conf, spec.cache_pool, spec.base_pool, pg_trace=pg_trace)
         perf0 = osd_perf(c, osds)
         t0 = time.monotonic()
         wall0 = time.time()
@@ -574,6 +593,12 @@ def run(scenario: scn.Scenario, policy: str, workdir: Path,
         history = None
         if spec_p.kind == 'tiertune':
             history = c.ceph_json('tiertune', 'history', spec.cache_pool)['history']
+        if pg_trace:
+            params['pg_trace'] = {
+                'fields': list(PG_TRACE_FIELDS),
+                'budget_objects': scenario.target_max_bytes // scenario.pg_num
+                // scenario.object_size,
+                'samples': [[round(s.t, 2), s.pgs] for s in samples if s.pgs is not None]}
         rec = build_record(scenario, spec_p.name, runs, ops, bench_max, samples, wall0,
                            history, perf, params)
         ok = True

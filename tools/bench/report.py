@@ -97,7 +97,9 @@ def unconstrained_best(sc: Scenario, best: RunRecord) -> List[str]:
     floor = best.params.get('throughput_floor_mib_s')
     if not alt or floor is None or alt.get('policy') == best.params.get('best_static'):
         return []
-    v = alt['primary'] if lower else -alt['primary']
+    v = alt['primary']
+    if v is None:
+        return []
     return [f'info best on {key} alone: {alt["policy"]} {v:.4g} at {alt["throughput"]:.1f} MiB/s '
             f'mean, under the throughput floor ({THROUGHPUT_FLOOR:g}x Ceph defaults: '
             f'{floor:.1f} MiB/s) best-static and tiertune are held to']
@@ -114,9 +116,7 @@ def grid_rank(sc: Scenario, by_policy: Mapping[str, RunRecord]) -> List[str]:
     v = tt.metrics.get(key) if tt is not None else None
     if not grid or v is None:
         return []
-    # The grid holds run.score's primary: smaller is better, so a metric
-    # where higher is better is stored negated.
-    scores = sorted((g['primary'] if lower else -g['primary'] for g in grid
+    scores = sorted((g['primary'] for g in grid
                      if g.get('primary') is not None and math.isfinite(g['primary'])),
                     reverse=not lower)
     if not scores:

@@ -85,6 +85,7 @@ def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> 
     defaults_tput = defaults.metrics.get('throughput_mib_s_mean') or 0.0
     best: Optional[Tuple[Tuple[float, float], RunRecord]] = None
     best_any: Optional[Tuple[Tuple[float, float], RunRecord]] = None
+    key = primary_metric(sc)[0]
     tried = []
     for r in grid():
         rec = (defaults if r == policies.CEPH_DEFAULTS
@@ -92,7 +93,7 @@ def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> 
         s = score(rec, sc)
         tput = rec.metrics.get('throughput_mib_s_mean') or 0.0
         eligible = meets_throughput_floor(tput, defaults_tput)
-        tried.append({'ratios': list(r), 'primary': s[0], 'throughput': tput,
+        tried.append({'ratios': list(r), 'primary': rec.metrics.get(key), 'throughput': tput,
                       'eligible': eligible})
         if best_any is None or s < best_any[0]:
             best_any = (s, rec)
@@ -103,7 +104,7 @@ def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> 
     best_rec = copy.deepcopy(best[1])     # the defaults' record stays as it was
     best_rec.params['best_static'] = best_rec.policy
     best_rec.params['best_static_any'] = {
-        'policy': any_rec.policy, 'primary': best_any[0][0],
+        'policy': any_rec.policy, 'primary': any_rec.metrics.get(key),
         'throughput': any_rec.metrics.get('throughput_mib_s_mean')}
     best_rec.params['throughput_floor_mib_s'] = THROUGHPUT_FLOOR * defaults_tput
     best_rec.params['grid'] = tried

@@ -1,30 +1,42 @@
 """Does the hindsight best static setting stay best?  The simulator suite on
 several PG hash spreads (seeds).
 
-    seeds.py [--seeds N] [--scenarios a,b] [--out FILE.md]
+    seeds.py [--seeds N] [--scenarios a,b] [--jobs J] [--out FILE.md]
 
 `make bench-sim` runs every scenario on one spread of objects over PGs (seed
 0): which PGs are fuller, and so reach a ratio or FULL first.  best-static is
 the best of a 42-point grid on that very run, so it is tuned to that spread
-as well as to the workload.  Here each scenario runs on seeds 0..N-1 under:
+as well as to the workload.  Here each scenario runs on seeds 0..N-1, the
+whole grid and tiertune on each, and the report compares tiertune with:
 
-  tiertune
-  Ceph's defaults (static:0.4,0.6,0.8)
+  Ceph defaults   static:0.4,0.6,0.8
   seed-0 pick     the ratios best-static picks on seed 0, run on every seed
                   (on seeds 1.. an operator's choice made on another day)
   per-seed best   the grid searched again on each seed (hindsight on that
                   very run: the strict bar)
+  best on mean    the grid point with the best mean over all N seeds
+                  (hindsight on the workload, not on one spread)
 
-Both picks are run.best_static's: the grid's best on the primary metric
-among the settings that keep 0.95x Ceph defaults' mean throughput.
+The picks are run.best_static's rule: the best primary metric among the
+settings that keep 0.95x Ceph defaults' mean throughput (for the best on
+mean: mean throughput over the seeds against the defaults' mean).
 
-and prints, per scenario, the primary metric (as run.py's primary_metric)
-on each seed, then on how many seeds tiertune is at least as good as each
-static policy (exact comparison, no tolerance) and the mean over seeds.
+It prints, per scenario, the primary metric (as run.py's primary_metric)
+on each seed, on how many seeds tiertune is at least as good as each static
+policy (exact comparison, no tolerance) and the means over seeds.  Against
+the best on mean it also gives the paired difference (tiertune minus it,
+seed by seed) with its standard error, and tiertune's place among the 42
+settings' means: a lead of under two standard errors is within what the
+spread alone moves.
 """
 
 import argparse
+import math
+import os
+import statistics
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -34,10 +46,61 @@ sys.path.insert(0, str(HERE))
 import policies  # noqa: E402
 import run  # noqa: E402
 import scenario as scn  # noqa: E402
+from report import meets_throughput_floor  # noqa: E402
 
 DEFAULT_SEEDS = 5
 DEFAULTS = 'static:0.4,0.6,0.8'
-COLUMNS = ('tiertune', 'Ceph defaults', 'seed-0 pick', 'per-seed best')
+COLUMNS = ('tiertune', 'Ceph defaults', 'seed-0 pick', 'per-seed best', 'best on mean')
+
+Ratios3 = Tuple[float, float, float]
+
+
+@dataclass
+class SeedRun:
+    """One seed of one scenario: every grid point and tiertune."""
+    grid: Dict[Ratios3, Tuple[float, float]]     # ratios -> (primary, throughput)
+    pick: Ratios3                                 # best_static's pick on this seed
+    tiertune: float
+
+
+@dataclass
+class ScenarioSeeds:
+    runs: List[SeedRun]
+    lower: bool
+
+    def value(self, seed: int, column: str) -> float:
+        r = self.runs[seed]
+        if column == 'tiertune':
+            return r.tiertune
+        ratios = {'Ceph defaults': policies.CEPH_DEFAULTS, 'seed-0 pick': self.runs[0].pick,
+                  'per-seed best': r.pick, 'best on mean': self.mean_pick()}[column]
+        return r.grid[ratios][0]
+
+    def row(self, seed: int) -> Dict[str, float]:
+        return {c: self.value(seed, c) for c in COLUMNS}
+
+    def means(self) -> Dict[Ratios3, Tuple[float, float]]:
+        """Per grid point: (mean primary, mean throughput) over the seeds."""
+        n = len(self.runs)
+        return {k: (sum(r.grid[k][0] for r in self.runs) / n,
+                    sum(r.grid[k][1] for r in self.runs) / n) for k in self.runs[0].grid}
+
+    def mean_pick(self) -> Ratios3:
+        means = self.means()
+        floor = means[policies.CEPH_DEFAULTS][1]
+        eligible = [k for k, (_, tput) in means.items() if meets_throughput_floor(tput, floor)]
+        sign = 1.0 if self.lower else -1.0
+        return min(eligible, key=lambda k: (sign * means[k][0], -means[k][1]))
+
+    def settings_beaten(self) -> int:
+        """How many grid points' means tiertune's mean is at least as good as."""
+        tt = statistics.fmean(r.tiertune for r in self.runs)
+        return sum(_at_least_as_good(tt, m, self.lower) for m, _ in self.means().values())
+
+
+def _ratios3(r: Sequence[float]) -> Ratios3:
+    d, h, f = r
+    return (float(d), float(h), float(f))
 
 
 def _primary(rec: 'run.RunRecord', sc: scn.Scenario) -> float:
@@ -45,25 +108,37 @@ def _primary(rec: 'run.RunRecord', sc: scn.Scenario) -> float:
     return float('nan') if v is None else float(v)
 
 
-def scenario_rows(sc: scn.Scenario, seeds: int) -> Tuple[List[Dict[str, float]], str,
-                                                          List[str]]:
-    """Per seed: the primary metric under each of COLUMNS; the seed-0 pick's
-    policy name; the per-seed picks' names."""
+def seed_run(sc: scn.Scenario, seed: int) -> SeedRun:
     from simulator.run import simulate
-    rows: List[Dict[str, float]] = []
-    picks: List[str] = []
-    seed0_pick: Optional[policies.PolicySpec] = None
-    for seed in range(seeds):
-        best = run.best_static(sc, lambda m: None, seed=seed)
-        picks.append(best.params['best_static'])
-        if seed0_pick is None:
-            seed0_pick = policies.parse(best.params['best_static'])
-        rows.append({
-            'tiertune': _primary(simulate(sc, policies.parse('tiertune'), seed=seed), sc),
-            'Ceph defaults': _primary(simulate(sc, policies.parse(DEFAULTS), seed=seed), sc),
-            'seed-0 pick': _primary(simulate(sc, seed0_pick, seed=seed), sc),
-            'per-seed best': _primary(best, sc)})
-    return rows, picks[0], picks
+    best = run.best_static(sc, lambda m: None, seed=seed)
+    grid = {_ratios3(t['ratios']): (math.nan if t['primary'] is None else float(t['primary']),
+                                 t['throughput'])
+            for t in best.params['grid']}
+    pick = policies.parse(best.params['best_static']).ratios
+    assert pick is not None
+    return SeedRun(grid=grid, pick=pick,
+                   tiertune=_primary(simulate(sc, policies.parse('tiertune'), seed=seed), sc))
+
+
+def _seed_run_job(job: Tuple[scn.Scenario, int]) -> SeedRun:
+    return seed_run(*job)
+
+
+def scenario_seeds(scs: Sequence[scn.Scenario], seeds: int, jobs: int = 1) -> List[ScenarioSeeds]:
+    """Every (scenario, seed) run, spread over `jobs` processes: the runs are
+    independent and deterministic, so the result does not depend on jobs."""
+    work = [(sc, seed) for sc in scs for seed in range(seeds)]
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            done = list(ex.map(_seed_run_job, work))
+    else:
+        done = [_seed_run_job(w) for w in work]
+    return [ScenarioSeeds(done[i * seeds:(i + 1) * seeds], run.primary_metric(sc)[1])
+            for i, sc in enumerate(scs)]
+
+
+def _name(r: Ratios3) -> str:
+    return policies.PolicySpec('static', r).name
 
 
 def _at_least_as_good(tt: float, other: float, lower: bool) -> bool:
@@ -81,37 +156,54 @@ def _verdict(tt: float, other: float, lower: bool) -> str:
     return f'tiertune {gap:.1f}% {"better" if better else "worse"}'
 
 
-def report(names: Sequence[str], seeds: int) -> str:
+def paired(tt: Sequence[float], other: Sequence[float]) -> Tuple[float, float]:
+    """Mean and standard error of tt - other, seed by seed."""
+    d = [a - b for a, b in zip(tt, other, strict=True)]
+    se = statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else math.nan
+    return statistics.fmean(d), se
+
+
+def _section(sc: scn.Scenario, ss: ScenarioSeeds) -> List[str]:
+    key, lower = run.primary_metric(sc)
+    seeds = len(ss.runs)
+    fmt = '{:.1f}' if lower else '{:.4f}'
+    rows = [ss.row(s) for s in range(seeds)]
+    out = [f'## {sc.name}', '',
+           f'Primary metric: {key} ({"lower" if lower else "higher"} is better). '
+           f'Seed-0 pick: {_name(ss.runs[0].pick)}. Best on mean: {_name(ss.mean_pick())}.',
+           '',
+           '| seed | ' + ' | '.join(COLUMNS) + ' | per-seed pick |',
+           '|---:|' + '---:|' * len(COLUMNS) + '---|']
+    for seed, row in enumerate(rows):
+        out.append(f'| {seed} | ' + ' | '.join(fmt.format(row[c]) for c in COLUMNS)
+                   + f' | {_name(ss.runs[seed].pick)} |')
+    mean = {c: sum(r[c] for r in rows) / len(rows) for c in COLUMNS}
+    out += ['| mean | ' + ' | '.join(fmt.format(mean[c]) for c in COLUMNS) + ' | |', '']
+    for other in COLUMNS[1:]:
+        # The seed-0 pick is judged where it was not picked.
+        held = rows[1:] if other == 'seed-0 pick' else rows
+        wins = sum(_at_least_as_good(r['tiertune'], r[other], lower) for r in held)
+        where = f'seeds 1..{seeds - 1}' if other == 'seed-0 pick' else 'seeds'
+        tt, ot = (sum(r[c] for r in held) / len(held) for c in ('tiertune', other))
+        out.append(f'- tiertune at least as good as {other}: {wins} of {len(held)} {where}; '
+                   f'mean over them {fmt.format(tt)} vs {fmt.format(ot)} '
+                   f'({_verdict(tt, ot, lower)})')
+    d, se = paired([r['tiertune'] for r in rows], [r['best on mean'] for r in rows])
+    out += [f'- tiertune minus best on mean, seed by seed: {fmt.format(d)} '
+            f'(standard error {fmt.format(se)}; {"lower" if lower else "higher"} is better)',
+            f'- tiertune\'s mean is at least as good as {ss.settings_beaten()} of the '
+            f'{len(ss.runs[0].grid)} static settings\' means', '']
+    return out
+
+
+def report(names: Sequence[str], seeds: int, jobs: int = 1) -> str:
     shipped = scn.shipped()
+    scs = [scn.load(shipped.get(name) or Path(name)) for name in names]
     out = [f'# tiertune against static settings on {seeds} PG hash spreads (simulator)', '',
-           f'`make bench-sim-seeds` (tools/bench/seeds.py --seeds {seeds}); see its docstring.',
-           '']
-    for name in names:
-        sc = scn.load(shipped.get(name) or Path(name))
-        key, lower = run.primary_metric(sc)
-        rows, pick0, picks = scenario_rows(sc, seeds)
-        fmt = '{:.1f}' if lower else '{:.4f}'
-        out += [f'## {sc.name}', '',
-                f'Primary metric: {key} ({"lower" if lower else "higher"} is better). '
-                f'Seed-0 pick: {pick0}.', '',
-                '| seed | ' + ' | '.join(COLUMNS) + ' | per-seed pick |',
-                '|---:|' + '---:|' * len(COLUMNS) + '---|']
-        for seed, (row, pick) in enumerate(zip(rows, picks, strict=True)):
-            out.append(f'| {seed} | ' + ' | '.join(fmt.format(row[c]) for c in COLUMNS)
-                       + f' | {pick} |')
-        mean = {c: sum(r[c] for r in rows) / len(rows) for c in COLUMNS}
-        out.append('| mean | ' + ' | '.join(fmt.format(mean[c]) for c in COLUMNS) + ' | |')
-        out.append('')
-        for other in COLUMNS[1:]:
-            # The seed-0 pick is judged where it was not picked.
-            held = rows[1:] if other == 'seed-0 pick' else rows
-            wins = sum(_at_least_as_good(r['tiertune'], r[other], lower) for r in held)
-            where = f'seeds 1..{seeds - 1}' if other == 'seed-0 pick' else 'seeds'
-            tt, ot = (sum(r[c] for r in held) / len(held) for c in ('tiertune', other))
-            out.append(f'- tiertune at least as good as {other}: {wins} of {len(held)} {where}; '
-                       f'mean over them {fmt.format(tt)} vs {fmt.format(ot)} '
-                       f'({_verdict(tt, ot, lower)})')
-        out.append('')
+           f'`make bench-sim-seeds SEEDS={seeds}` (tools/bench/seeds.py --seeds {seeds}); '
+           f'see its docstring.', '']
+    for sc, ss in zip(scs, scenario_seeds(scs, seeds, jobs), strict=True):
+        out += _section(sc, ss)
     return '\n'.join(out)
 
 
@@ -120,15 +212,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--seeds', type=int, default=DEFAULT_SEEDS)
     ap.add_argument('--scenarios', default='')
+    ap.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
+                    help='processes to run the seeds in (default: one per CPU)')
     ap.add_argument('--out', type=Path)
     a = ap.parse_args(argv)
     if a.seeds < 2:
         print('seeds.py: --seeds must be at least 2 (seed 0 picks, the others test)',
               file=sys.stderr)
         return 2
+    if a.jobs < 1:
+        print('seeds.py: --jobs must be at least 1', file=sys.stderr)
+        return 2
     names = [s for s in a.scenarios.split(',') if s] or list(scn.shipped())
     try:
-        text = report(names, a.seeds)
+        text = report(names, a.seeds, a.jobs)
     except (scn.ScenarioError, policies.PolicyError) as e:
         print(f'seeds.py: {e}', file=sys.stderr)
         return 2

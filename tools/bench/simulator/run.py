@@ -78,7 +78,10 @@ def _columns(lat: List[Tuple[float, float]]) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
-             log: Callable[[str], None] = lambda m: None) -> RunRecord:
+             log: Callable[[str], None] = lambda m: None,
+             observe: Optional[Callable[[float, TierSim], None]] = None) -> RunRecord:
+    """observe(t, sim), if given, sees the tier after each step (t: the
+    step's end), for traces the record does not keep (full_spells.py)."""
     if policy.kind == 'best-static':
         raise PolicyError('best-static is a search over static runs (see run.py)')
     started = time.process_time()
@@ -140,6 +143,8 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
             changes.append({'t': t, 'dirty': r.dirty, 'dirty_high': r.dirty_high,
                             'full': r.full})
         res = sim.step(STEP_S, timeline.at(t))
+        if observe is not None and isinstance(sim, TierSim):
+            observe(t + STEP_S, sim)
         tput.append(res.bytes_done / STEP_S / MiB)
         offered.append(res.offered)
         total_bytes += res.bytes_done

@@ -19,6 +19,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
 
 import cluster_backend  # noqa: E402
+import full_spells  # noqa: E402
 import scenario as scn  # noqa: E402
 from record import METRIC_KEYS, SERIES_KEYS, RunRecord  # noqa: E402
 
@@ -33,7 +34,7 @@ def test_static_run_gives_a_complete_record_and_stops_its_cluster(tmp_path: Path
     lines: List[str] = []
     # no start-up rados bench of the tiers: it adds 20 s and nothing to check
     rec = cluster_backend.run(sc, 'static:0.4,0.6,0.8', tmp_path, log=lines.append,
-                              cluster_overrides={'bench_seconds': '0'})
+                              cluster_overrides={'bench_seconds': '0'}, pg_trace=True)
 
     # the record is complete and survives a round trip through its file
     assert rec.backend == 'cluster' and rec.scenario == 'cluster-smoke'
@@ -79,6 +80,17 @@ def test_static_run_gives_a_complete_record_and_stops_its_cluster(tmp_path: Path
     fio_ops = sum(p['summary'].get(d, {}).get('ios', 0) for p in phases for d in ('read', 'write'))
     assert fio_ops == rec.params['client_ops'] > 0
     assert rec.params['sampler']['samples'] >= 45
+
+    # the per-PG trace: every cache PG in every sample, and the burst's
+    # dirty objects in it; full_spells.py reads it
+    trace = rec.params['pg_trace']
+    assert trace['fields'] == list(cluster_backend.PG_TRACE_FIELDS)
+    assert len(trace['samples']) == rec.params['sampler']['samples']
+    assert all(len(pgs) == 8 for _, pgs in trace['samples'])
+    i_dirty = trace['fields'].index('num_objects_dirty')
+    assert max(v[i_dirty] for _, pgs in trace['samples'] for v in pgs.values()) > 0
+    summary = full_spells.cluster_summary(RunRecord.read(tmp_path / 'rec.json'))
+    assert summary.budget == 4 and summary.full_pg_s >= 0
 
     # the cluster was stopped: its daemons are gone, its directory removed
     pids = rec.params['cluster_pids']

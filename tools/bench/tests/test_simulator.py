@@ -452,17 +452,15 @@ def _record(sc: scn.Scenario, policy: str, **metrics: float) -> RunRecord:
 @pytest.mark.parametrize('name,key,tt,grid_values,beaten', [
     # lower is better: 3 of the 4 settings are no better than tiertune's 20
     ('bursty-write-exceeds', 'write_lat_ms_p99', 20.0, [10.0, 20.0, 30.0, 40.0], 3),
-    # higher is better: the grid keeps run.score's negated primary
+    # higher is better: the grid keeps the metric as measured
     ('zipf-read-large-working-set', 'hit_ratio', 0.5, [0.6, 0.5, 0.4, 0.3], 3),
 ])
 def test_grid_rank_says_how_many_static_settings_tiertune_matches(name, key, tt, grid_values,
                                                                   beaten):
     import report
     sc = scn.load(scn.shipped()[name])
-    lower = key != 'hit_ratio'
     best = _record(sc, 'best-static', **{key: grid_values[0]})
-    best.params['grid'] = [{'ratios': [0.4, 0.6, 0.8], 'primary': v if lower else -v}
-                           for v in grid_values]
+    best.params['grid'] = [{'ratios': [0.4, 0.6, 0.8], 'primary': v} for v in grid_values]
     lines = report.grid_rank(sc, {'tiertune': _record(sc, 'tiertune', **{key: tt}),
                                   'best-static': best})
     assert len(lines) == 1
@@ -513,30 +511,41 @@ def test_one_run_from_the_command_line(tmp_path, capsys):
     assert 'D <= H <= F' in capsys.readouterr().err
 
 
-def test_seeds_judges_the_seed_0_pick_on_the_other_seeds(tmp_path, capsys):
+def test_seeds_judges_the_static_picks_on_other_seeds_and_on_the_mean(tmp_path):
     """bench-sim-seeds: best-static picked on seed 0 is the per-seed best
-    there, the PG spread differs between seeds, and the held-out count
-    covers seeds 1.. only."""
+    there, the PG spread differs between seeds, the held-out count covers
+    seeds 1.. only, the best on mean is the grid point with the best mean,
+    and the parallel run gives the serial one's figures."""
     import seeds
     sc = short()
-    rows, pick0, picks = seeds.scenario_rows(sc, 2)
-    assert pick0 == picks[0] and pick0.startswith('static:')
-    assert rows[0]['seed-0 pick'] == rows[0]['per-seed best']
+    [ss] = seeds.scenario_seeds([sc], 2, jobs=1)
+    assert ss.value(0, 'seed-0 pick') == ss.value(0, 'per-seed best')
+    means = ss.means()
+    pick = ss.mean_pick()
+    assert means[pick][0] == min(m for m, _ in means.values())   # p99: lower is better
+    assert [ss.value(s, 'best on mean') for s in (0, 1)] == [r.grid[pick][0] for r in ss.runs]
+    [parallel] = seeds.scenario_seeds([sc], 2, jobs=2)
+    assert parallel.runs == ss.runs
     a, b = (TierSim(sc, make_bins([5000, 200]), Ratios(0.4, 0.6, 0.8), seed=s) for s in (0, 1))
     assert not np.array_equal(a.w, b.w)
     path = tmp_path / 'short.yaml'
     import yaml
     path.write_text(yaml.safe_dump(SHORT))
     out = tmp_path / 'seeds.md'
-    assert seeds.main(['--seeds', '2', '--scenarios', str(path), '--out', str(out)]) == 0
+    assert seeds.main(['--seeds', '2', '--jobs', '1', '--scenarios', str(path),
+                       '--out', str(out)]) == 0
     md = out.read_text()
     assert md.count('| mean |') == 1
     assert 'as good as seed-0 pick: ' in md and ' of 1 seeds 1..1;' in md
+    assert 'as good as per-seed best: ' in md and ' of 2 seeds;' in md
+    assert 'as good as best on mean: ' in md and 'tiertune minus best on mean' in md
+    assert 'of the 42 static settings\' means' in md
     assert seeds._verdict(1.0, 2.0, True) == 'tiertune 50.0% better'
     assert seeds._verdict(0.5, 0.6, False).endswith('% worse')
     assert seeds._verdict(3.0, 3.0, False) == 'equal'
-    assert 'as good as per-seed best: ' in md and ' of 2 seeds;' in md
+    assert seeds.paired([3.0, 5.0], [1.0, 1.0]) == (3.0, 1.0)
     assert seeds.main(['--seeds', '1']) == 2
+    assert seeds.main(['--seeds', '2', '--jobs', '0']) == 2
 
 
 def test_hit_sets_decide_whether_new_writes_land_in_the_cache():
