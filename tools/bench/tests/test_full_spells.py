@@ -52,5 +52,6 @@ def test_the_simulator_side_finds_the_full_spells_of_an_overrun_cache() -> None:
     sc = scn.load(scn.shipped()['bursty-write-fits'])
     s = full_spells.sim_summary(sc, 'static:0.4,0.6,0.8', 0)
     # Ceph's defaults: the bursts meet a cache 40% dirty and PGs go FULL
+    assert s.blocked_s is not None
     assert s.spells and s.full_pg_s >= s.blocked_s > 0
     assert all(sp.objects >= 0.9 * s.budget for sp in s.spells)
