@@ -26,7 +26,7 @@ comma := ,
 BENCH_SIM_DIR ?= bench-results/sim
 BENCH_CLUSTER_DIR ?= bench-results/cluster
 TIME_SCALE ?= 1.0
-SEEDS ?= 5
+SEEDS ?= 20
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
