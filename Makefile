@@ -30,7 +30,7 @@ SEEDS ?= 20
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
-	bench-agent-pacing bench-agent-priority
+	bench-agent-pacing bench-agent-priority bench-full-spells
 
 check: deps-test lint unit standalone
 
@@ -101,6 +101,13 @@ bench-agent-pacing: deps-test
 # only flush?  On a fresh local cluster (about 2 min).
 bench-agent-priority: deps-test
 	$(PYTHON) tools/bench/agent_priority.py
+
+# How long single PGs stay FULL: bursty-write-fits-cluster under Ceph's
+# defaults on a fresh local cluster (about 10 min), beside the simulator.
+bench-full-spells: deps-test
+	$(PYTHON) tools/bench/full_spells.py \
+	    --scenario tools/bench/scenarios/cluster/bursty-write-fits.yaml \
+	    --out $(BENCH_CLUSTER_DIR)/full-spells.md --workdir /tmp/tiertune-bench
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:
