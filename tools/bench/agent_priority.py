@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import rados  # noqa: E402  (the Debian python3-rados binding, as the mgr has it)
 from agent_pacing import HELD_OFF, set_ratios, write_objects  # noqa: E402
-from cluster_backend import cache_osds  # noqa: E402
+from cluster_backend import cache_osds, ls_by_pool_stats  # noqa: E402
 
 from localcluster import ClusterSpec, LocalCluster  # noqa: E402
 
@@ -85,8 +85,7 @@ def _primaries(c: LocalCluster) -> Dict[str, int]:
 
 
 def _pg_stats(c: LocalCluster) -> List[Dict[str, Any]]:
-    out = c.ceph_json('pg', 'ls-by-pool', c.spec.cache_pool)
-    return list(out['pg_stats'] if isinstance(out, dict) else out)
+    return ls_by_pool_stats(c.ceph_json('pg', 'ls-by-pool', c.spec.cache_pool))
 
 
 def _dirty_by_pg(c: LocalCluster) -> Dict[str, int]:

@@ -119,6 +119,12 @@ PG_TRACE_FIELDS = ('num_evict_mode_full', 'num_evict_mode_some', 'num_flush_mode
                    'num_flush_mode_low', 'num_objects', 'num_objects_dirty')
 
 
+def ls_by_pool_stats(out: Any) -> List[Dict[str, Any]]:
+    """The PGs of `pg ls-by-pool`'s JSON: a bare list in some releases,
+    {'pg_stats': [...]} in others."""
+    return list(out['pg_stats'] if isinstance(out, dict) else out)
+
+
 def _json_cmd(r: 'rados.Rados', kind: str, cmd: Dict[str, Any], timeout: int = 10) -> Any:
     call = r.mgr_command if kind == 'mgr' else r.mon_command
     rc, out, err = call(json.dumps(cmd), b'', timeout=timeout)
@@ -168,7 +174,7 @@ class Sampler:
             ls = _json_cmd(self._r, 'mgr', {'prefix': 'pg ls-by-pool', 'poolstr': self.names[0],
                                             'format': 'json'})
             pgs = {p['pgid']: [int(p['stat_sum'].get(k, 0)) for k in PG_TRACE_FIELDS]
-                   for p in (ls['pg_stats'] if isinstance(ls, dict) else ls)}
+                   for p in ls_by_pool_stats(ls)}
         return Sample(t=t, cache=sums[ids[0]], base=sums[ids[1]],
                       pools=[pools[n] for n in self.names], pgs=pgs)
 
