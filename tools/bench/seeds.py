@@ -37,6 +37,7 @@ import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -73,20 +74,22 @@ class ScenarioSeeds:
         if column == 'tiertune':
             return r.tiertune
         ratios = {'Ceph defaults': policies.CEPH_DEFAULTS, 'seed-0 pick': self.runs[0].pick,
-                  'per-seed best': r.pick, 'best on mean': self.mean_pick()}[column]
+                  'per-seed best': r.pick, 'best on mean': self.mean_pick}[column]
         return r.grid[ratios][0]
 
     def row(self, seed: int) -> Dict[str, float]:
         return {c: self.value(seed, c) for c in COLUMNS}
 
+    @cached_property
     def means(self) -> Dict[Ratios3, Tuple[float, float]]:
         """Per grid point: (mean primary, mean throughput) over the seeds."""
         n = len(self.runs)
         return {k: (sum(r.grid[k][0] for r in self.runs) / n,
                     sum(r.grid[k][1] for r in self.runs) / n) for k in self.runs[0].grid}
 
+    @cached_property
     def mean_pick(self) -> Ratios3:
-        means = self.means()
+        means = self.means
         floor = means[policies.CEPH_DEFAULTS][1]
         eligible = [k for k, (_, tput) in means.items() if meets_throughput_floor(tput, floor)]
         sign = 1.0 if self.lower else -1.0
@@ -95,7 +98,7 @@ class ScenarioSeeds:
     def settings_beaten(self) -> int:
         """How many grid points' means tiertune's mean is at least as good as."""
         tt = statistics.fmean(r.tiertune for r in self.runs)
-        return sum(_at_least_as_good(tt, m, self.lower) for m, _ in self.means().values())
+        return sum(_at_least_as_good(tt, m, self.lower) for m, _ in self.means.values())
 
 
 def _ratios3(r: Sequence[float]) -> Ratios3:
@@ -170,7 +173,7 @@ def _section(sc: scn.Scenario, ss: ScenarioSeeds) -> List[str]:
     rows = [ss.row(s) for s in range(seeds)]
     out = [f'## {sc.name}', '',
            f'Primary metric: {key} ({"lower" if lower else "higher"} is better). '
-           f'Seed-0 pick: {_name(ss.runs[0].pick)}. Best on mean: {_name(ss.mean_pick())}.',
+           f'Seed-0 pick: {_name(ss.runs[0].pick)}. Best on mean: {_name(ss.mean_pick)}.',
            '',
            '| seed | ' + ' | '.join(COLUMNS) + ' | per-seed pick |',
            '|---:|' + '---:|' * len(COLUMNS) + '---|']

@@ -520,8 +520,8 @@ def test_seeds_judges_the_static_picks_on_other_seeds_and_on_the_mean(tmp_path):
     sc = short()
     [ss] = seeds.scenario_seeds([sc], 2, jobs=1)
     assert ss.value(0, 'seed-0 pick') == ss.value(0, 'per-seed best')
-    means = ss.means()
-    pick = ss.mean_pick()
+    means = ss.means
+    pick = ss.mean_pick
     assert means[pick][0] == min(m for m, _ in means.values())   # p99: lower is better
     assert [ss.value(s, 'best on mean') for s in (0, 1)] == [r.grid[pick][0] for r in ss.runs]
     [parallel] = seeds.scenario_seeds([sc], 2, jobs=2)
