@@ -34,7 +34,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -76,14 +76,22 @@ def spells(points: Sequence[Point], dt: float) -> List[Spell]:
     return out
 
 
+def all_spells(traces: Iterable[Tuple[Sequence[Point], int]], dt: float) -> List[Spell]:
+    """The spells of every PG: (its points, how many PGs they stand for)."""
+    return [sp for points, n in traces for sp in spells(points, dt) * n]
+
+
 @dataclass
 class Summary:
     label: str
-    full_pg_s: float
     spells: List[Spell]
     budget: float
     blocked_s: Optional[float]
     p99_ms: Optional[float]
+
+    @property
+    def full_pg_s(self) -> float:
+        return sum(s.length for s in self.spells)
 
     def row(self) -> str:
         ls = [s.length for s in self.spells]
@@ -119,13 +127,8 @@ def cluster_summary(rec: RunRecord) -> Summary:
         for pgid, v in pgs.items():
             per_pg.setdefault(pgid, []).append((float(t), v[i_full] > 0, float(v[i_obj]),
                                                 float(v[i_dirty])))
-    all_spells: List[Spell] = []
-    full_s = 0.0
-    for points in per_pg.values():
-        sp = spells(points, 1.0)
-        all_spells += sp
-        full_s += sum(s.length for s in sp)
-    return Summary('cluster', full_s, all_spells, float(trace['budget_objects']),
+    return Summary('cluster', all_spells(((p, 1) for p in per_pg.values()), 1.0),
+                   float(trace['budget_objects']),
                    rec.metrics.get('blocked_write_s'), rec.metrics.get('write_lat_ms_p99'))
 
 
@@ -133,26 +136,21 @@ def sim_summary(sc: scn.Scenario, policy: str, seed: int) -> Summary:
     from simulator.run import STEP_S, simulate
     from simulator.tier import EVICT_FULL, TierSim
     per_row: List[List[Point]] = []
-    weight: List[float] = []
+    pgs_per_row: List[int] = []
 
     def observe(t: float, sim: TierSim) -> None:
         if not per_row:
             per_row.extend([] for _ in range(sim.G))
-            weight.extend(float(m) for m in sim.m)
+            pgs_per_row.extend(round(m) for m in sim.m)
         clean, dirty = sim._row_sums()
         for g in range(sim.G):
             per_row[g].append((t, bool(sim.evict_mode[g] == EVICT_FULL),
                                float(clean[g] + dirty[g]), float(dirty[g])))
     rec = simulate(sc, policies.parse(policy), seed=seed, observe=observe)
-    all_spells: List[Spell] = []
-    full_s = 0.0
-    for points, m in zip(per_row, weight, strict=True):
-        sp = spells(points, STEP_S)
-        # A row stands for m PGs alike (simulator.tier PG_CLASSES).
-        all_spells += sp * round(m)
-        full_s += m * sum(s.length for s in sp)
     budget = sc.target_max_bytes / sc.pg_num / sc.object_size
-    return Summary(f'sim seed {seed}', full_s, all_spells, budget,
+    # A row stands for sim.m PGs alike (simulator.tier PG_CLASSES).
+    traced = all_spells(zip(per_row, pgs_per_row, strict=True), STEP_S)
+    return Summary(f'sim seed {seed}', traced, budget,
                    rec.metrics.get('blocked_write_s'), rec.metrics.get('write_lat_ms_p99'))
 
 
