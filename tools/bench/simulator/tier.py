@@ -23,7 +23,9 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
     flush as the PGs' clean share gives (evicts_per_flush);
   * a PG over its budget is FULL: client writes to objects it does not
     hold wait ("waiting for cache not full") until it leaves FULL, the
-    writes already in flight landing first; reads that miss are proxied;
+    writes already in flight landing first, and then all land at once,
+    taking the PG over its budget again by as many; reads that miss are
+    proxied;
   * with hit sets, a miss is proxied to the base and the object promoted
     afterwards (clean) by hit-set recency (0: always; N: seen in the
     current set and the N-1 newest archives) within the per-OSD promote
@@ -532,10 +534,15 @@ class TierSim:
         return self._serve_by_level(level, np.full(self.G, per_osd), dirty_pg, math.inf)
 
     def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> bool:
-        """Writes waiting on a PG that left FULL are requeued; each promotes
-        and lands dirty, and the PG, checking its mode on every op, goes
-        FULL again once they fill its budget: as many leave as there is
-        room for, the rest wait on.  True if some left (D changed)."""
+        """Writes waiting on a PG that left FULL are requeued, all of them
+        (agent_choose_mode: requeue_ops(waiting_for_cache_not_full)), and
+        all land: each passes do_op's mode check and starts its promotion
+        before any of them completes, and once promoted a write is a cache
+        hit, which FULL does not stop.  So the PG overshoots its budget by
+        what was waiting and stays FULL until the agent has evicted that
+        much (seen in an OSD log at debug_osd 20: one eviction let four
+        writes through and took the PG from 64 to 67 objects' bytes of its
+        64; ceph-tiering-internals.md).  True if some left (D changed)."""
         if not np.count_nonzero(self.blocked):
             res.blocked = False
             return False
@@ -543,10 +550,9 @@ class TierSim:
         waiting = (self.blocked > 0) & (self.evict_mode != EVICT_FULL)
         if waiting.any():
             cached = self.C + self.D
-            room = np.maximum(self._room_pg + self._in_flight_writes(d) - cached.sum(axis=1), 0.0)
             free = np.maximum(self.N - cached, 0.0)
             free_pg = free.sum(axis=1)
-            n = np.where(waiting, np.minimum(np.minimum(self.blocked, room), free_pg), 0.0)
+            n = np.where(waiting, np.minimum(self.blocked, free_pg), 0.0)
             go = n > 0
             if go.any():
                 landed_any = True

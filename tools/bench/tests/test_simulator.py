@@ -275,6 +275,30 @@ def test_writes_in_flight_carry_a_pg_past_its_budget_before_it_blocks():
     assert (full <= 1.0 + in_flight + 1e-9).all()
 
 
+def test_a_pg_leaving_full_lets_all_its_waiting_writes_through_at_once():
+    # Leaving FULL requeues waiting_for_cache_not_full whole; each write
+    # passes the mode check and starts its promotion before any lands, so
+    # all land and the PG overshoots its budget by them (an OSD log at
+    # debug_osd 20: one eviction, four writes through, 67 objects' bytes of
+    # 64).  Not just as many as there is room for.
+    sc = short()
+    sim = new_sim(sc)
+    make_dirty(sim, 0.95)
+    top = sim.G - 1
+    waiting = 3.0                             # writes per PG of the row
+    sim.blocked[top] = waiting
+    sim.blocked_since[top] = 0.0
+    sim.choose_modes()
+    assert sim.evict_mode[top] != EVICT_FULL
+    before = (sim.C + sim.D)[top].sum()
+    res = sim.step(0.01, IDLE)
+    assert sim.blocked[top] == 0.0 and not res.blocked
+    assert (sim.C + sim.D)[top].sum() - before == pytest.approx(waiting, rel=1e-6)
+    assert sim.levels()[1][top] > 1.0          # over its budget: FULL again at the next op
+    sim.choose_modes()
+    assert sim.evict_mode[top] == EVICT_FULL
+
+
 @pytest.mark.parametrize('shape', [(5, 16, 45), (8, 16, 45), (3, 16, 7), (2, 256, 120)])
 def test_batched_slot_sums_are_the_per_slot_sums_bit_for_bit(shape):
     # TierSim sums several (PG, bin) arrays in one reduction over their
