@@ -83,18 +83,29 @@ EVICT_OBJECTS_PER_S_PER_OSD = 400.0
 # (tools/bench/agent_pacing.py, bench-results/cluster/agent-pacing.md),
 # flushing LOW: 13.4, 4.8, ~3.0, 1.4 and 1.7 evictions per flush at clean
 # shares 0.9, 0.7, 0.5, 0.3 and 0.1, against 11.0, 4.3, 3.0, 2.2 and 0.95
-# from this reading.  Flushing HIGH measured 4.2 and 2.2 at 0.7 and 0.5,
-# nearer LOW's figures than the reading's p / (1 - p) alone (2.3 and 1.0),
-# so both modes use the LOW reading.
+# from this reading.
+# Flushing HIGH (any PG of the OSD HIGH: four ops in flight) agent_entry
+# calls agent_work with one free op when a flush completes, so it starts
+# one thing: it evicts the clean objects it meets, one call each, until it
+# meets a dirty one and flushes it, p / (1 - p); and the flush completed
+# evicts its own object first (try_flush_mark_clean -> agent_maybe_evict,
+# while the PG evicts): 1 / (1 - p) in all.  Seen in that order in an OSD
+# log at debug_osd 20 over a burst that took PGs FULL at a clean share of
+# about 0.3 (1.3 to 1.6 evictions per flush, 1.43 from this reading); on
+# agent_pacing.py's runs HIGH measured 4.2 and 2.2 at clean shares 0.7
+# and 0.5, against 3.3 and 2.0 from it (and 4.3 and 3.0 from LOW's).
 AGENT_LISTED = 10              # osd_pool_default_cache_max_evict_check_size
 
 
-def evicts_per_flush(clean_share: float) -> float:
-    """Evictions the agent starts per flush it completes (see above)."""
+def evicts_per_flush(clean_share: float, high: bool = False) -> float:
+    """Evictions the agent starts per flush it completes, flushing LOW or
+    HIGH (see above)."""
     p = min(max(clean_share, 0.0), 1.0)
     if p >= 1.0:
         return math.inf
     before = p / (1.0 - p)
+    if high:
+        return 1.0 + before
     # E[min(k, X)], X ~ Binomial(rest of the listing, p): sum of P(X >= j)
     k, n, q = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1, 1.0 - p
     below = 0.0           # P(X < j), built up term by term
@@ -117,7 +128,7 @@ FLUSH_EXTRA_LATENCY_S = 0.001
 PG_CLASSES = 16
 # Blocked writes released together are recorded as this many latency
 # points spread over the wait (a fluid queue has no single op to follow).
-BLOCKED_SPREAD_POINTS = 8
+BLOCKED_SPREAD_POINTS = 32
 
 FLUSH_IDLE, FLUSH_LOW, FLUSH_HIGH = 0, 1, 2
 EVICT_IDLE, EVICT_SOME, EVICT_FULL = 0, 1, 2
@@ -401,7 +412,7 @@ class TierSim:
         # its top PG first (_flush_by_priority).
         dirty_pg = rows[1]
         flush_pg = self._zeros_pg
-        paced = flushes = False     # evictions follow flush completions (see above)
+        paced = flushes = high = False   # evictions follow flush completions (see above)
         # (with no PG in a flush mode, flush_pg is 0 unless a PG's dirty sum
         # is below 0, which the arithmetic below would carry through)
         if self._any_flush_mode or np.minimum.reduce(dirty_pg) < 0:
@@ -409,8 +420,8 @@ class TierSim:
             flushing = (self.flush_mode > 0) & (dirty_pg > 0.5)
             paced = bool(np.count_nonzero(flushing))
             if paced:
-                quota = OSD_AGENT_MAX_OPS if (self.flush_mode[flushing] == FLUSH_HIGH).any() \
-                    else OSD_AGENT_MAX_LOW_OPS
+                high = bool((self.flush_mode[flushing] == FLUSH_HIGH).any())
+                quota = OSD_AGENT_MAX_OPS if high else OSD_AGENT_MAX_LOW_OPS
                 flush_pg = self._flush_by_priority(quota / flush_time * dt, dirty_pg, flushing)
             flush_pg = np.minimum(flush_pg, dirty_pg)
             flushes = bool(np.count_nonzero(flush_pg))
@@ -443,7 +454,7 @@ class TierSim:
                 evicting = self.m * (self.effort > 0)
                 share = float((evicting * rows[0]).sum()) / max(
                     float((evicting * (rows[0] + rows[1])).sum()), 1e-12)
-                allowed = evicts_per_flush(share) * nflush
+                allowed = evicts_per_flush(share, high) * nflush
             evict_pg = self._evict_by_priority(dt, Cp, allowed)
             efrac = np.divide(evict_pg, Cp, out=np.zeros_like(Cp), where=Cp > 0)
             evicted = self.C * efrac[:, None]
