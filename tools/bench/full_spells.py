@@ -142,7 +142,7 @@ def sim_summary(sc: scn.Scenario, policy: str, seed: int) -> Summary:
         if not per_row:
             per_row.extend([] for _ in range(sim.G))
             pgs_per_row.extend(round(m) for m in sim.m)
-        clean, dirty = sim._row_sums()
+        clean, dirty = sim.objects()
         for g in range(sim.G):
             per_row[g].append((t, bool(sim.evict_mode[g] == EVICT_FULL),
                                float(clean[g] + dirty[g]), float(dirty[g])))

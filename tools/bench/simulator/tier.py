@@ -307,6 +307,11 @@ class TierSim:
             self._levels_of, self._levels_cache = key, lv
         return self._levels_cache
 
+    def objects(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Per PG of each row, its clean and its dirty objects."""
+        clean, dirty = self._row_sums()
+        return clean, dirty
+
     def levels(self) -> Tuple[np.ndarray, np.ndarray]:
         """Per PG dirty and full as fractions of its budget (agent arithmetic)."""
         lv = self._levels(self._row_sums())
@@ -497,7 +502,10 @@ class TierSim:
                         allowed: float) -> np.ndarray:
         """What each PG of a row gets of its OSD's agent this step, the
         agent_queue's way: the queue is keyed by evict effort and the OSD
-        serves its highest level first (PGs within a level round-robin).
+        serves its highest level first.  Within a level the OSD stays on
+        one PG until its effort changes, then takes the next; here the
+        level's PGs share the step evenly instead (the same total, not the
+        same waits: bench-results/cluster/full-spells.md).
         Each OSD serves its own top level; with the PGs spread evenly, a
         level of n PGs takes min(n, OSDs free) OSDs' time, at `speed` per
         PG an OSD serves alone, and what it cannot use (its PGs out of

@@ -183,7 +183,7 @@ def test_evictions_are_paced_by_flush_completions_while_the_agent_flushes():
     sim.C[:] = sim.D * (0.45 / 0.5)         # plus 0.45 clean: 0.95 full
     totals = sim.totals.cache
     for _ in range(3):
-        clean, dirty = (float((sim.m * x).sum()) for x in sim._row_sums())
+        clean, dirty = (float((sim.m * x).sum()) for x in sim.objects())
         before = dict(totals)
         sim.step(1.0, IDLE)
         flushed = totals['num_flush'] - before['num_flush']
