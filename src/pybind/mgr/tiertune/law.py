@@ -279,7 +279,7 @@ def _law(inp: ControllerInput) -> _Law:
     nums['near_full'] = near_full
     want_h = ch
     lowest_h = max(hmin, dmin)            # the lowest dirty_high the bounds allow
-    # A surge that overruns the cache (see `overflows`) blocks writes
+    # A surge that overruns the cache (`overflows`, above) blocks writes
     # whatever the ratios; what the ratios still decide is how fast a FULL
     # PG opens room, and clean data is the room it opens at once.  So, for
     # as long as the surges seen overrun the cache, idle or not:
@@ -300,12 +300,11 @@ def _law(inp: ControllerInput) -> _Law:
     # throughput; on its cluster-sized copy (90 s rests, which drain the
     # whole cache) 6.12, 6.10 and 5.91 s, at 7% of the throughput (18.1
     # MiB/s against 19.5; Ceph's defaults 18.0).
-    overrun = overflows
-    nums['overrun'] = overrun
-    if overrun:
+    overrun_why = f'write surges of {_size(surge)} overrun the cache'
+    if overflows:
         want_h = lowest_h
         whys['dirty_high'] = _RatioWhy(
-            why=f'write surges of {_size(surge)} overrun the cache',
+            why=overrun_why,
             bound='min' if hmin >= dmin else '', safety=True, say_if_kept=True,
             purpose='so PGs flush HIGH, which evicts fewer clean objects per flush: clean '
                     'data is the room a FULL PG opens at once')
@@ -363,10 +362,10 @@ def _law(inp: ControllerInput) -> _Law:
     base_client = max(_finite(m.inflow.base_client_bps) or 0.0, 0.0)
     base_busy = base_client > idle_threshold_bps(max(_finite(m.inflow.long_bps) or 0.0, 0.0))
     nums.update(base_client_bps=base_client, base_busy=base_busy)
-    if overrun:
+    if overflows:
         want_d = lowest_h
         whys['dirty'] = _RatioWhy(
-            why=f'write surges of {_size(surge)} overrun the cache', say_if_kept=True,
+            why=overrun_why, say_if_kept=True,
             purpose='(dirty_high\'s floor: while idle the base drains the dirtiest PGs, '
                     'which block longest in the next surge, not every PG a little)')
     elif state == 'idle' and base_busy:

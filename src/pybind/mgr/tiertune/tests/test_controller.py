@@ -570,7 +570,7 @@ def test_surges_that_overrun_the_cache_close_the_low_band_at_the_lowest_dirty_hi
                          ('steady', {'short': 40e6})):
         model = make_model(state=state, burst_bytes=150 * GiB, **extra)
         dec = decide(make_input(model, ratios=Ratios(0.1, 0.3, 0.9)))
-        assert dec.numbers['overrun'] is True, state
+        assert dec.numbers['surge_overflows'] is True, state
         assert (dec.recommended.dirty, dec.recommended.dirty_high) == \
             (pytest.approx(0.3), pytest.approx(0.3)), state
         assert dec.recommended.full == pytest.approx(0.9)
@@ -592,7 +592,7 @@ def test_surges_that_overrun_the_cache_close_the_low_band_at_the_lowest_dirty_hi
     # A burst that fits once drained (85 GiB) is not an overrun: idle
     # drains to the floor, as before.
     fits = decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, idle_for=300.0)))
-    assert fits.numbers['overrun'] is False
+    assert fits.numbers['surge_overflows'] is False
     assert fits.recommended.dirty == pytest.approx(0.1)
 
 
