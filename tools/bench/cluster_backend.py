@@ -270,7 +270,8 @@ def _run_phases(c: LocalCluster, sc: scn.Scenario, time_scale: float, iodir: Pat
             if tool == 'sleep':
                 time.sleep(max(runtime, 0.0))
             else:
-                ops = _run_tool(c, ph, i, rep, tool, image, runtime, iodir, pr, bench_max_lat)
+                ops = _run_tool(c, ph, i, (rep, sc.repeat), tool, image, runtime, iodir, pr,
+                                bench_max_lat)
                 parts.append(ops)
                 if ops.t.size:
                     issued = ops.t - np.nan_to_num(ops.lat_s, nan=1.0)
@@ -282,15 +283,17 @@ def _run_phases(c: LocalCluster, sc: scn.Scenario, time_scale: float, iodir: Pat
     return runs, fio_jobs.Ops.concat(parts), bench_max_lat
 
 
-def _run_tool(c: LocalCluster, ph: scn.Phase, index: int, rep: int, tool: str,
+def _run_tool(c: LocalCluster, ph: scn.Phase, index: int, reps: Tuple[int, int], tool: str,
               image: fio_jobs.Image, runtime: float, iodir: Path, pr: PhaseRun,
               bench_max_lat: List[float]) -> fio_jobs.Ops:
+    rep, repeats = reps
     tag = f'r{rep + 1:02d}-p{index + 1:02d}-{ph.name}'
     if tool == 'rados bench':
         argv = fio_jobs.rados_bench_argv(ph, c.spec.base_pool, runtime, tag)
     else:
         argv = fio_jobs.fio_argv(ph, image, runtime - FIO_STARTUP_S,
-                                 fio_jobs.seed(ph, index, rep), iodir / tag)
+                                 fio_jobs.seed(ph, index, rep), iodir / tag,
+                                 keys=fio_jobs.key_slice(ph, rep, repeats))
     pr.argv = shlex.join(argv)
     p = fio_jobs.run_logged(argv, c.env, iodir / f'{tag}.out', runtime + TOOL_GRACE_S)
     if p.returncode != 0:

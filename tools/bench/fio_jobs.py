@@ -42,10 +42,10 @@ import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-from scenario import Phase
+from scenario import Phase, rados_bench_can_run
 
 
 @dataclass(frozen=True)
@@ -80,11 +80,28 @@ class Ops:
 
 
 def uses_rados_bench(ph: Phase, object_size: int) -> bool:
-    """Sequential whole-object writes at full speed: what rados bench does
-    (new objects, one write_full each).  With a rate, fio (rados bench has
-    no rate limit)."""
-    return (ph.op == 'write' and ph.keys is not None and ph.keys.dist == 'sequential'
-            and ph.block_size == object_size and ph.rate_mib_s is None)
+    """The phase's `tool`, or by default rados bench where it can run the
+    phase (sequential whole-object writes at full speed: what the OSiRIS
+    site ran), else fio.  With a rate, fio (rados bench has no rate limit);
+    `tool: fio` for per-op latencies (rados bench reports their mean and
+    max only)."""
+    if ph.tool is not None:
+        return ph.tool == 'rados-bench'
+    return rados_bench_can_run(ph, object_size)
+
+
+def key_slice(ph: Phase, repeat: int, repeats: int) -> Tuple[int, int]:
+    """(first key, keys) a phase's fio job covers.  A sequential write phase
+    writes a new slice of its keys in each repeat (repeat/repeats of the
+    way in): new objects every time, as rados bench writes them and as the
+    simulator models sequential keys, not a second pass over objects the
+    cache has flushed and evicted, each of which would promote from the base
+    before the write.  Every other phase covers all its keys."""
+    assert ph.keys is not None
+    if ph.op == 'write' and ph.keys.dist == 'sequential' and repeats > 1:
+        n = ph.keys.count // repeats
+        return repeat * n, n
+    return 0, ph.keys.count
 
 
 def seed(ph: Phase, phase_index: int, repeat: int) -> int:
@@ -98,15 +115,18 @@ def seed(ph: Phase, phase_index: int, repeat: int) -> int:
 
 
 def fio_argv(ph: Phase, image: Image, runtime_s: float, rand_seed: int,
-             prefix: Path) -> List[str]:
+             prefix: Path, keys: Optional[Tuple[int, int]] = None) -> List[str]:
+    """keys: (first key, keys) of the range the job covers (key_slice);
+    default all the phase's keys."""
     assert ph.keys is not None and ph.op != 'idle'
     seq = ph.keys.dist == 'sequential'
+    first, count = keys if keys is not None else (0, ph.keys.count)
     rw = {'write': 'write', 'read': 'read', 'mixed': 'rw'}[ph.op]
     argv = ['fio', f'--name={prefix.name}', '--ioengine=rbd', f'--clientname={image.client}',
             f'--pool={image.pool}', f'--rbdname={image.name}',
             f'--rw={rw if seq else "rand" + rw}', f'--bs={ph.block_size}',
             f'--iodepth={ph.threads}', '--numjobs=1',
-            f'--size={ph.keys.count * image.object_size}',
+            f'--offset={first * image.object_size}', f'--size={count * image.object_size}',
             '--time_based', f'--runtime={max(int(runtime_s * 1000), 1000)}ms',
             # fio 3.33 ignores randseed (every run gets the same offsets) unless
             # randrepeat is off; with both, the seed alone decides (seen)

@@ -25,6 +25,12 @@ bench).  Schema (sizes as 4MiB / 1GiB / plain bytes; durations in seconds):
         rate_mib_s: max | 100                # not for idle; default max
         keys: {dist: uniform|zipf|sequential, count: 100000, theta: 0.99}
                                              # not for idle; theta for zipf only
+        tool: fio | rados-bench              # cluster only; not for idle; default:
+                                             # rados bench where it can run the
+                                             # phase (sequential whole-object
+                                             # writes at max rate), else fio.
+                                             # fio gives per-op latencies (p99);
+                                             # rados bench only their mean and max
     repeat: 4                                # default 1: the phases, this often
 """
 
@@ -36,6 +42,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import yaml
 
 OPS = ('write', 'read', 'mixed', 'idle')
+TOOLS = ('fio', 'rados-bench')
 DISTS = ('uniform', 'zipf', 'sequential')
 UNITS = {'': 1, 'B': 1, 'KiB': 1 << 10, 'MiB': 1 << 20, 'GiB': 1 << 30, 'TiB': 1 << 40}
 NAME_RE = re.compile(r'^[a-z0-9][a-z0-9-]*$')
@@ -77,6 +84,7 @@ class Phase:
     block_size: int = 0
     rate_mib_s: Optional[float] = None      # None: as fast as it goes ("max")
     keys: Optional[Keys] = None
+    tool: Optional[str] = None              # None: the cluster driver picks (fio_jobs)
 
 
 @dataclass(frozen=True)
@@ -177,7 +185,7 @@ def _phase(d: Any, i: int, object_size: int) -> Phase:
     if not isinstance(d, dict):
         raise ScenarioError(f'{where}: must be a mapping')
     _known(d, ('name', 'duration_s', 'op', 'read_fraction', 'threads', 'block_size',
-               'rate_mib_s', 'keys'), where)
+               'rate_mib_s', 'keys', 'tool'), where)
     name = d.get('name')
     if not name:
         raise ScenarioError(f'{where}: name is required')
@@ -187,8 +195,8 @@ def _phase(d: Any, i: int, object_size: int) -> Phase:
         raise ScenarioError(f'{where}: op must be one of {", ".join(OPS)}, got {op!r}')
     duration = float(_num(d, 'duration_s', where))
     if op == 'idle':
-        extra = [k for k in ('read_fraction', 'threads', 'block_size', 'rate_mib_s', 'keys')
-                 if k in d]
+        extra = [k for k in ('read_fraction', 'threads', 'block_size', 'rate_mib_s', 'keys',
+                             'tool') if k in d]
         if extra:
             raise ScenarioError(f'{where}: an idle phase takes no {", ".join(extra)}')
         return Phase(name=str(name), duration_s=duration, op=op)
@@ -203,10 +211,23 @@ def _phase(d: Any, i: int, object_size: int) -> Phase:
     rate_v = None if rate == 'max' else float(_num(d, 'rate_mib_s', where))
     if 'keys' not in d:
         raise ScenarioError(f'{where}: keys is required')
-    return Phase(name=str(name), duration_s=duration, op=op, read_fraction=rf,
-                 threads=int(_num(d, 'threads', where, default=16)),
-                 block_size=parse_size(d.get('block_size', object_size), f'{where}: block_size'),
-                 rate_mib_s=rate_v, keys=_keys(d['keys'], f'{where}: keys'))
+    ph = Phase(name=str(name), duration_s=duration, op=op, read_fraction=rf,
+               threads=int(_num(d, 'threads', where, default=16)),
+               block_size=parse_size(d.get('block_size', object_size), f'{where}: block_size'),
+               rate_mib_s=rate_v, keys=_keys(d['keys'], f'{where}: keys'), tool=d.get('tool'))
+    if ph.tool is not None and ph.tool not in TOOLS:
+        raise ScenarioError(f'{where}: tool must be one of {", ".join(TOOLS)}, got {ph.tool!r}')
+    if ph.tool == 'rados-bench' and not rados_bench_can_run(ph, object_size):
+        raise ScenarioError(f'{where}: rados bench runs only sequential whole-object writes '
+                            f'(block_size = object_size) at rate_mib_s max')
+    return ph
+
+
+def rados_bench_can_run(ph: Phase, object_size: int) -> bool:
+    """rados bench writes new objects, one write_full each, as fast as it
+    goes: a sequential whole-object write phase with no rate."""
+    return (ph.op == 'write' and ph.keys is not None and ph.keys.dist == 'sequential'
+            and ph.block_size == object_size and ph.rate_mib_s is None)
 
 
 def from_dict(d: Any, source: Optional[str] = None) -> Scenario:

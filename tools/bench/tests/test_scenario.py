@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import fio_jobs
 import scenario as sc
 
 GOOD: Dict[str, Any] = {
@@ -79,6 +80,10 @@ def bad(edit: Callable[[Dict[str, Any]], Any]) -> Dict[str, Any]:
     (lambda d: d['phases'][0].update(rate_mib_s='fast'), 'rate_mib_s must be a number'),
     (lambda d: d.update(repeat=0), 'repeat must be > 0'),
     (lambda d: d.update(sim={'base_bandwidth_mib_s': -1}), 'base_bandwidth_mib_s must be > 0'),
+    (lambda d: d['phases'][0].update(tool='dd'), 'tool must be one of fio, rados-bench'),
+    (lambda d: d['phases'][1].update(tool='fio'), 'an idle phase takes no tool'),
+    # uniform keys: rados bench cannot write them (it writes new objects in order)
+    (lambda d: d['phases'][0].update(tool='rados-bench'), 'rados bench runs only sequential'),
 ])
 def test_bad_scenarios_are_refused_naming_the_problem(
         edit: Callable[[Dict[str, Any]], Any], words: str) -> None:
@@ -101,3 +106,33 @@ def test_a_file_error_names_the_file(tmp_path: Path) -> None:
                                     ('64KiB', 65536), ('1.5GiB', 3 << 29), ('512B', 512)])
 def test_sizes(text: Any, n: int) -> None:
     assert sc.parse_size(text, 'x') == n
+
+
+SEQ_WRITE: Dict[str, Any] = {'name': 'b', 'duration_s': 40, 'op': 'write',
+                             'keys': {'dist': 'sequential', 'count': 1000}}
+
+
+@pytest.mark.parametrize('extra,rados_bench', [
+    ({}, True),                          # what rados bench does: it runs it by default
+    ({'tool': 'fio'}, False),            # for per-op latencies
+    ({'tool': 'rados-bench'}, True),
+    ({'rate_mib_s': 100}, False),        # rados bench has no rate limit
+    ({'block_size': '64KiB'}, False),    # nor partial-object writes
+])
+def test_the_cluster_driver_runs_rados_bench_where_it_can_or_where_told(
+        extra: Dict[str, Any], rados_bench: bool) -> None:
+    s = sc.from_dict(bad(lambda d: d.update(phases=[{**SEQ_WRITE, **extra}])))
+    assert fio_jobs.uses_rados_bench(s.phases[0], s.object_size) is rados_bench
+
+
+def test_fio_writes_new_objects_in_each_repeat_of_a_sequential_write() -> None:
+    s = sc.from_dict(bad(lambda d: d.update(phases=[{**SEQ_WRITE, 'tool': 'fio'}], repeat=2)))
+    ph = s.phases[0]
+    slices = [fio_jobs.key_slice(ph, r, 2) for r in range(2)]
+    assert slices == [(0, 500), (500, 500)]          # disjoint: no object written twice
+    img = fio_jobs.Image(pool='base', name='bench', object_size=s.object_size)
+    argv = fio_jobs.fio_argv(ph, img, 40, 1, Path('/tmp/x'), keys=slices[1])
+    assert f'--offset={500 * s.object_size}' in argv and f'--size={500 * s.object_size}' in argv
+    # a random or read phase covers all its keys in every repeat (the same hot set)
+    w = sc.from_dict(GOOD).phases[0]
+    assert fio_jobs.key_slice(w, 1, 2) == (0, w.keys.count if w.keys else 0)
