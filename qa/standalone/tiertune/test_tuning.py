@@ -162,17 +162,27 @@ def test_on_mode_lowers_dirty_ratio_within_bounds_and_dirty_drains(cluster):
     assert 'tiertune: pool cache: 0.40/0.60/0.80 ->' in audit
 
 
-def test_mgr_failover_keeps_bounds_modes_and_history(cluster):
-    before = cache_row(cluster)['autotune']
+def test_mgr_failover_keeps_bounds_modes_history_and_samples(cluster):
+    # samples written to the store every tick (the default is every 300 s)
+    cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/samples_save_interval', '0')
+    time.sleep(3 * TICK_S)
+    row = cache_row(cluster)
+    before = row['autotune']
     hist = tt_json(cluster, 'history', POOL)['history']
     old = cluster.active_mgr()
     cluster.ceph('mgr', 'fail', old)
     cluster.wait_for('another mgr to take over',
                      lambda: cluster.active_mgr() not in ('', old) and
                      tt(cluster, 'status', check=False).returncode == 0, 120)
-    after = cache_row(cluster)['autotune']
+    new_row = cache_row(cluster)
+    after = new_row['autotune']
     for key in ('mode', 'bounds', 'knobs', 'baseline', 'last_applied', 'last_change_time'):
         assert after[key] == before[key], key
+    # the new mgr goes on from the old one's samples (a fresh history would
+    # hold only the few ticks since it took over); those older than the
+    # window (history_size ticks, 240 s here) are left out
+    assert row['samples'] > 40
+    assert new_row['samples'] >= row['samples'] // 2
     assert tt_json(cluster, 'history', POOL)['history'] == hist
     # it does not repeat (or undo) the change: within the rate limit, nothing new
     time.sleep(4 * TICK_S)

@@ -7,13 +7,14 @@ and models (estimates), controller (recommendation), actuation and tuner
 (updater); commands and report are the operator's view.
 """
 
+import math
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Set
 
 from mgr_module import MgrModule, MonCommandFailed, NotifyType, Option
 
-from . import models
+from . import models, sample_store
 from .commands import Commands
 from .health import health_checks
 from .progress import Call, DrainEvents
@@ -28,12 +29,22 @@ OPTIONS = [
            desc='how often to sample the cache pools (and decide)'),
     Option('history_size', type='uint', default=120, min=2, max=100000, runtime=True,
            desc='samples kept per cache pool'),
+    Option('samples_save_interval', type='secs', default=300, min=0, runtime=True,
+           desc='how often each cache pool\'s samples are written to the store, to '
+                'survive a mgr restart or failover (0: every tick)'),
 ]
 # Only ours: the mgr appends its logging options to MODULE_OPTIONS, and
 # mgr_module keeps their current values as its own state.
 OPTION_NAMES = tuple(o['name'] for o in OPTIONS)
 SETTINGS_KEY = 'state'
 HISTORY_PREFIX = 'history/'
+SAMPLES_PREFIX = 'samples/'
+# At most this many pools' samples are written per tick.  Encoding one
+# pool's 120 samples costs about 0.5 ms of the tick (mostly json), and the
+# tick's cost is bounded (tools/bench/module_cost.py): at the defaults
+# (30 s ticks, every 300 s) up to 20 cache pools keep to the interval; 64
+# are each saved every 16 minutes.
+SAMPLES_SAVES_PER_TICK = 2
 
 
 class Module(Commands, MgrModule):
@@ -50,6 +61,11 @@ class Module(Commands, MgrModule):
         self._lock = threading.RLock()
         self.sleep_interval = 30
         self.history_size = 120
+        self.samples_save_interval = 300
+        # Per pool, when (monotonic) its samples were last written to the
+        # store; and the pools that have samples there (written, or found at load).
+        self._samples_saved: Dict[int, float] = {}
+        self._samples_stored: Set[int] = set()
         self._tiers: Dict[int, CacheTier] = {}
         self._flags: frozenset = frozenset()
         self._limits: Dict[int, models.PromoteLimits] = {}
@@ -73,9 +89,10 @@ class Module(Commands, MgrModule):
                 self._book.resize(int(self.history_size))
         self._wake.set()
 
-    def _load(self) -> None:
-        """Settings and decision history from the store (the mgr's local
-        copy: cheap).  Once, before the first tick or command needs them."""
+    def _load(self, mono: Optional[float] = None, wall: Optional[float] = None) -> None:
+        """Settings, decision history and samples from the store (the mgr's
+        local copy: cheap).  Once, before the first tick or command needs
+        them.  mono/wall: now (tests replay recorded times)."""
         with self._lock:
             if self._loaded:
                 return
@@ -83,7 +100,30 @@ class Module(Commands, MgrModule):
             for key, text in self.get_store_prefix(HISTORY_PREFIX).items():
                 pid = int(key[len(HISTORY_PREFIX):])
                 self._tuner.histories[pid] = history_from_json(text)
+            self._restore_samples_locked(time.monotonic() if mono is None else mono,
+                                         time.time() if wall is None else wall)
             self._loaded = True
+
+    def _restore_samples_locked(self, mono: float, wall: float) -> None:
+        """Each pool's samples as the last active mgr saved them, placed on
+        this process's clock; those older than the window the history
+        covers (history_size ticks) are left out.  A pool that is no longer
+        a cache tier is forgotten (and its key removed) on the first tick."""
+        window_s = float(self.history_size) * float(self.sleep_interval)
+        for key, text in self.get_store_prefix(SAMPLES_PREFIX).items():
+            try:
+                pid = int(key[len(SAMPLES_PREFIX):])
+            except ValueError:
+                continue
+            self._samples_stored.add(pid)
+            entries, problem = sample_store.decode(text, mono, wall, window_s)
+            if problem:
+                self.log.warning('pool %d: stored samples not used: %s', pid, problem)
+                continue
+            if entries:
+                kept = self._book.restore(pid, entries)
+                self._samples_saved[pid] = mono
+                self.log.info('pool %d: %d samples restored from the store', pid, kept)
 
     def _save_settings_locked(self) -> None:
         self.set_store(SETTINGS_KEY, self._tuner.settings.to_json())
@@ -135,9 +175,9 @@ class Module(Commands, MgrModule):
 
     def tick(self, mono: Optional[float] = None, wall: Optional[float] = None) -> None:
         """Sample, fit, decide, act. mono/wall default to now (tests replay recorded times)."""
-        self._load()
         mono = time.monotonic() if mono is None else mono
         wall = time.time() if wall is None else wall
+        self._load(mono, wall)
         if self._osdmap_changed.is_set():
             self._osdmap_changed.clear()
             osd_map = self.get('osd_map')
@@ -153,6 +193,7 @@ class Module(Commands, MgrModule):
             dirty_bytes = {pid: lv.dirty_bytes for pid, lv in levels.items()}
             for pid in self._book.record(samples, dirty_bytes, tiers.keys()):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
+            saves = self._samples_to_save_locked(samples.keys(), tiers.keys(), mono)
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
             before = {pid: len(self._tuner.history(pid)) for pid in active}
@@ -162,6 +203,32 @@ class Module(Commands, MgrModule):
             calls = self._progress_calls(active, levels, before, mono)
         self._set_health(checks)
         self._send_progress(calls)
+        for key, text in saves.items():
+            self.set_store(key, text)
+
+    def _samples_to_save_locked(self, sampled: Iterable[int], present: Iterable[int],
+                                mono: float) -> Dict[str, Optional[str]]:
+        """Store keys to write after this tick (None: remove): the samples
+        of each pool not saved for samples_save_interval, and the keys of
+        pools that are no longer cache tiers.  Written outside the lock:
+        each is a blocking mon command."""
+        out: Dict[str, Optional[str]] = {}
+        for pid in self._samples_stored - set(present):
+            out[f'{SAMPLES_PREFIX}{pid}'] = None
+            self._samples_stored.discard(pid)
+            self._samples_saved.pop(pid, None)
+        every = float(self.samples_save_interval)
+        due = [pid for pid in sampled
+               if mono - self._samples_saved.get(pid, -math.inf) >= every]
+        # Longest unsaved first, a few a tick: with many cache pools the
+        # writes (and their encoding) spread over ticks instead of all
+        # landing on the mon, and on one tick, at once.
+        due.sort(key=lambda pid: self._samples_saved.get(pid, -math.inf))
+        for pid in due[:SAMPLES_SAVES_PER_TICK]:
+            out[f'{SAMPLES_PREFIX}{pid}'] = sample_store.encode(self._book.saved_entries(pid))
+            self._samples_saved[pid] = mono
+            self._samples_stored.add(pid)
+        return out
 
     def _progress_calls(self, active: Dict[int, CacheTier], levels: Dict[int, AgentLevels],
                         before: Dict[int, int], mono: float) -> List[Call]:

@@ -162,3 +162,17 @@ class HistoryBook:
 
     def get(self, pool_id: int) -> Optional[PoolHistory]:
         return self.pools.get(pool_id)
+
+    def restore(self, pool_id: int, entries: Iterable[Tuple[PoolSample, int]]) -> int:
+        """A pool's history from (sample, dirty bytes) pairs, oldest first
+        (sample_store.decode): rates are derived again as they are added.
+        Replaces what the book had for the pool.  Returns how many it kept."""
+        hist = self.pools[pool_id] = PoolHistory(self.size)
+        for sample, dirty in entries:
+            hist.add(sample, dirty)
+        return len(hist)
+
+    def saved_entries(self, pool_id: int) -> List[Tuple[PoolSample, int]]:
+        """What restore takes back: the pool's (sample, dirty bytes), oldest first."""
+        hist = self.pools.get(pool_id)
+        return [(e.sample, e.dirty_bytes) for e in hist.entries] if hist else []

@@ -3,6 +3,7 @@ side of ceph-mgr is a stub: see conftest)."""
 
 import copy
 import errno
+import itertools
 import json
 
 from mgr_module import NotifyType
@@ -242,3 +243,108 @@ def test_health_is_set_from_the_tick(burst, make_module):
     assert m._cmd_mode('off').retval == 0
     m.tick()
     assert m.health == {}
+
+
+def restart(get, history_size=120, sleep_interval=30):
+    """A new Module on the same store: a mgr restart or failover."""
+    from tiertune.module import Module
+    m2 = Module('tiertune', None, None)
+    m2.get = get
+    m2.history_size, m2.sleep_interval = history_size, sleep_interval
+    return m2
+
+
+def run_ticks_saving_every_tick(make_module, recs):
+    m, get = make_module(recs[0]['inputs'])
+    m.samples_save_interval = 0
+    for rec in recs:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    return m, get
+
+
+def test_samples_and_so_the_model_survive_a_restart(burst, make_module):
+    recs = burst['samples']
+    m, get = run_ticks_saving_every_tick(make_module, recs)
+    (before,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert before['samples'] == len(recs)
+    assert before['model']['inflow']['bursts_seen'] == 1
+    # the new mgr takes over 40 s after the last tick, on a clock of its own
+    m2 = restart(get)
+    m2._load(mono=3.0, wall=recs[-1]['wall'] + 40.0)
+    (after,) = json.loads(m2._cmd_status(format='json').stdout)['pools']
+    assert after['samples'] == before['samples']
+    # its first tick fits on that history, which now spans the 60 s a fit
+    # needs (53 s recorded + 40 s; a fresh one would have one sample), and
+    # remembers the burst the old mgr saw
+    m2.tick(mono=3.0, wall=recs[-1]['wall'] + 40.0)
+    (ticked,) = json.loads(m2._cmd_status(format='json').stdout)['pools']
+    assert ticked['samples'] == before['samples'] + 1
+    assert ticked['model']['fitted']
+    b, a = before['model']['inflow'], ticked['model']['inflow']
+    assert (a['bursts_seen'], a['burst_bytes'], a['burst_seconds']) == \
+        (b['bursts_seen'], b['burst_bytes'], b['burst_seconds'])
+
+
+def test_samples_are_saved_at_most_every_samples_save_interval(burst, make_module):
+    from tiertune.module import SAMPLES_PREFIX
+    recs = burst['samples']
+    m, get = make_module(recs[0]['inputs'])
+    m.samples_save_interval = 20
+    writes = []
+    real_set = m.set_store
+    m.set_store = lambda k, v: (writes.append(k), real_set(k, v))[1]
+    saved_at = []
+    for rec in recs:
+        get.inputs = rec['inputs']
+        n = len(writes)
+        m.tick(rec['mono'], rec['wall'])
+        if any(k.startswith(SAMPLES_PREFIX) for k in writes[n:]):
+            saved_at.append(rec['mono'])
+    assert saved_at[0] == recs[0]['mono']           # the first tick saves
+    assert all(b - a >= 20 for a, b in itertools.pairwise(saved_at))
+    assert len(saved_at) >= (recs[-1]['mono'] - recs[0]['mono']) // 40
+
+
+def test_samples_older_than_the_history_window_are_not_restored(burst, make_module):
+    recs = burst['samples']
+    m, get = run_ticks_saving_every_tick(make_module, recs)
+    m2 = restart(get, history_size=120, sleep_interval=30)
+    m2._load(mono=3.0, wall=recs[-1]['wall'] + 120 * 30 + 1)   # down for over an hour
+    (row,) = json.loads(m2._cmd_status(format='json').stdout)['pools']
+    assert row['samples'] == 0
+
+
+def test_stored_samples_of_a_pool_no_longer_a_cache_tier_are_removed(burst, make_module):
+    from tiertune.module import SAMPLES_PREFIX
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs)
+    assert any(k.startswith(SAMPLES_PREFIX) for k in m.get_store_prefix(SAMPLES_PREFIX))
+    m2 = restart(get)
+    inputs = copy.deepcopy(recs[-1]['inputs'])
+    for p in inputs['osd_map']['pools']:          # the overlay removed: no cache tier left
+        p['tier_of'], p['tiers'], p['read_tier'], p['write_tier'] = -1, [], -1, -1
+        p['cache_mode'] = 'none'
+    get.inputs = inputs
+    m2.tick(mono=3.0, wall=recs[-1]['wall'] + 40.0)
+    assert m2.get_store_prefix(SAMPLES_PREFIX) == {}
+
+
+def test_many_pools_are_saved_a_few_a_tick_longest_unsaved_first(burst, make_module):
+    from tiertune.module import SAMPLES_PREFIX, SAMPLES_SAVES_PER_TICK
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    (pid,) = m._tiers
+    for other in range(pid + 1, pid + 5):         # four more cache pools' histories
+        m._book.restore(other, m._book.saved_entries(pid))
+    pools = list(range(pid, pid + 5))
+    m._samples_saved.clear()
+    m.samples_save_interval = 0
+    order = []
+    for tick in range(3):
+        out = m._samples_to_save_locked(pools, pools, mono=100.0 + tick)
+        assert len(out) == SAMPLES_SAVES_PER_TICK == 2
+        assert all(json.loads(v or 'null')['v'] == 1 for v in out.values())
+        order += [int(k[len(SAMPLES_PREFIX):]) for k in out]
+    # all five before any is written twice
+    assert sorted(order[:5]) == pools and order[5] in order[:2]

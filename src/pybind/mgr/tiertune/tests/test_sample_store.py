@@ -1,0 +1,112 @@
+"""The sample history as the store keeps it: what goes in comes back, on
+the new process's clock; what is too old, too big or not ours is left out."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from tiertune import sample_store
+from tiertune.rates import HistoryBook
+from tiertune.sampling import PoolCounters, PoolSample
+
+
+def sample(i: int, base: bool = True, mono0: float = 5000.0, wall0: float = 1.8e9) -> PoolSample:
+    c = PoolCounters(num_objects=100 + i, num_bytes=(100 + i) << 22, num_objects_dirty=i,
+                     num_flush=3 * i, num_flush_kb=3 * i * 4096, num_write=50 * i,
+                     num_write_kb=50 * i * 4096, num_read=7 * i, num_read_kb=7 * i * 64,
+                     num_promote=i, num_flush_mode_low=i % 2, num_evict_mode_full=0)
+    b = PoolCounters(num_write=3 * i, num_write_kb=3 * i * 4096) if base else None
+    return PoolSample(pool_id=7, mono=mono0 + 30.0 * i, wall=wall0 + 30.0 * i, num_pg=32,
+                      counters=c, base=b)
+
+
+def entries(n: int, **kw):
+    return [(sample(i, base=i % 3 != 0, **kw), i << 22) for i in range(n)]
+
+
+def test_what_is_saved_comes_back_on_the_new_clock():
+    saved = entries(10)
+    # a new mgr, one minute after the last sample, on a clock of its own
+    now_wall = saved[-1][0].wall + 60.0
+    back, problem = sample_store.decode(sample_store.encode(saved), now_mono=12.0,
+                                        now_wall=now_wall, max_age_s=3600)
+    assert problem is None and len(back) == 10
+    for (s0, d0), (s1, d1) in zip(saved, back, strict=True):
+        assert d1 == d0
+        assert s1.counters == s0.counters and s1.base == s0.base and s1.num_pg == s0.num_pg
+        assert s1.pool_id == 7 and s1.wall == pytest.approx(s0.wall, abs=1e-3)
+        # placed by wall time: the same age on the new clock
+        assert s1.mono == pytest.approx(12.0 - (now_wall - s0.wall), abs=1e-3)
+
+
+def test_rates_over_the_restored_history_are_the_ones_before():
+    saved = entries(10)
+    before = HistoryBook(120)
+    for s, d in saved:
+        before.record({7: s}, {7: d}, [7])
+    after = HistoryBook(120)
+    back, _ = sample_store.decode(sample_store.encode(before.saved_entries(7)), 0.0,
+                                  saved[-1][0].wall, 3600)
+    assert after.restore(7, back) == 10
+    old, new = before.get(7), after.get(7)
+    assert old is not None and new is not None
+    for a, b in zip(old.entries, new.entries, strict=True):
+        if a.rates is None:
+            assert b.rates is None
+            continue
+        assert b.rates is not None
+        for k, v in a.rates.as_dict().items():
+            assert b.rates.as_dict()[k] == pytest.approx(v, abs=1e-3), k
+
+
+def test_samples_older_than_the_window_or_from_the_future_are_left_out():
+    saved = entries(10)
+    last = saved[-1][0].wall
+    back, _ = sample_store.decode(sample_store.encode(saved), 0.0, last + 10, max_age_s=100)
+    assert [s.wall for s, _ in back] == [s.wall for s, _ in saved if last + 10 - s.wall <= 100]
+    # a wall clock stepped back before the newest sample: that sample is not "now"
+    back, _ = sample_store.decode(sample_store.encode(saved), 0.0, last - 45, 3600)
+    assert len(back) == 8
+
+
+def test_a_long_history_is_cut_to_its_newest_samples_under_the_size_limit():
+    saved = entries(3000)
+    text = sample_store.encode(saved)
+    assert len(text) <= sample_store.MAX_TEXT_BYTES
+    back, _ = sample_store.decode(text, 0.0, saved[-1][0].wall, 1e9)
+    assert 100 < len(back) < 3000
+    assert back[-1][0].counters == saved[-1][0].counters     # the newest kept
+    walls = [s.wall for s, _ in back]
+    assert walls == sorted(walls)
+
+
+@pytest.mark.parametrize('text,words', [
+    ('{not json', 'not a sample history'),
+    (json.dumps({'v': 99}), 'unknown format version 99'),
+    (json.dumps({'v': 1, 'pool': 7}), 'not a sample history'),
+])
+def test_a_text_that_is_not_ours_gives_nothing_and_says_why(text, words):
+    back, problem = sample_store.decode(text, 0.0, 1.8e9, 3600)
+    assert back == [] and problem is not None and words in problem
+
+
+def test_columns_of_different_lengths_are_refused():
+    doc = json.loads(sample_store.encode(entries(4)))
+    doc['num_pg'] = doc['num_pg'][:3]
+    back, problem = sample_store.decode(json.dumps(doc), 0.0, 1.8e9 + 200, 3600)
+    assert back == [] and problem == 'columns of different lengths'
+
+
+def test_a_counter_the_text_lacks_counts_as_zero():
+    saved = [(replace(s, base=None), d) for s, d in entries(3)]
+    doc = json.loads(sample_store.encode(saved))
+    del doc['counters']['num_promote']
+    back, problem = sample_store.decode(json.dumps(doc), 0.0, 1.8e9 + 100, 3600)
+    assert problem is None and [s.counters.num_promote for s, _ in back] == [0, 0, 0]
+    assert all(s.base is None for s, _ in back)
+
+
+def test_nothing_stored_is_nothing_restored():
+    assert sample_store.decode(None, 0.0, 1.8e9, 3600) == ([], None)
+    assert sample_store.decode(sample_store.encode([]), 0.0, 1.8e9, 3600) == ([], None)
