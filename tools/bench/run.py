@@ -41,7 +41,9 @@ CLUSTER_POLICIES = ('static:0.4,0.6,0.8', 'tiertune')
 # memstore cache and 24 MiB/s loop-device base; the variant keeps its shape.
 CLUSTER_SCENARIOS = (str(scn.SCENARIO_DIR / 'cluster' / 'bursty-write-fits.yaml'),
                      str(scn.SCENARIO_DIR / 'cluster' / 'osiris-rados-bench-4m.yaml'),
-                     str(scn.SCENARIO_DIR / 'cluster' / 'osiris-rados-bench-4m-overflow.yaml'))
+                     str(scn.SCENARIO_DIR / 'cluster' / 'osiris-rados-bench-4m-overflow.yaml'),
+                     # the same load under fio, for its p99 (rados bench reports none)
+                     str(scn.SCENARIO_DIR / 'cluster' / 'overflow-4m-fio.yaml'))
 # Runs a suite adds for some scenarios: the OSiRIS bench with and without the
 # tier, as the site ran it; the overflowing bench with full at the top and
 # the bottom of its default bounds, the choice the law's rule for surges

@@ -6,14 +6,6 @@ input always gives the same Decision.
 The law, per cache pool (all ratios are fractions of the pool's target, as
 the OSD agent computes them; T = the target in bytes):
 
-  overrun     surges (below, under full) larger than 1 - dirty_ratio_min of
-              T overrun the cache whatever the ratios: while they do, idle
-              or not, dirty and dirty_high both go to the lowest dirty_high
-              the bounds allow, and full as high as allowed (below).  PGs
-              flush HIGH, which evicts fewer clean objects per flush (clean
-              data is the room a FULL PG opens at once), and while idle the
-              base drains the dirtiest PGs, not every PG a little.
-              Otherwise:
   dirty       writes idle -> dirty_ratio_min (the idle base drains dirty data
               ahead of the next burst), unless clients keep the base busy
               (proxied IO and promotions above the idle threshold: keep,

@@ -278,39 +278,18 @@ def _law(inp: ControllerInput) -> _Law:
     flush_bound = not (evictable is not None and needed is not None and evictable >= needed)
     nums['near_full'] = near_full
     want_h = ch
-    lowest_h = max(hmin, dmin)            # the lowest dirty_high the bounds allow
-    # A surge that overruns the cache (`overflows`, above) blocks writes
-    # whatever the ratios; what the ratios still decide is how fast a FULL
-    # PG opens room, and clean data is the room it opens at once.  So, for
-    # as long as the surges seen overrun the cache, idle or not:
-    #  * dirty_high as low as allowed: flushing HIGH the agent evicts fewer
-    #    clean objects per completed flush than LOW (on the local cluster
-    #    4.2 against 4.8 at a clean share of 0.7, 2.2 against 2.8-3.3 at
-    #    0.5; bench-results/cluster/agent-pacing.md), so the clean data
-    #    lasts into the FULL spells;
-    #  * idle too: lowered at the rate limit once the next surge starts,
-    #    dirty_high took 20-30 s of a 60 s bench to get there;
-    #  * dirty at the same value, which matters while idle: the base drains
-    #    only the PGs above it, the dirtiest, which hold the least clean
-    #    data and block longest in the next surge, not every PG a little.
-    #    The cost: a rest long enough to drain below it does not.
-    # On the simulator (p99 write, mean of 10 PG spreads): on
-    # osiris-rados-bench-4m-overflow (60 s rests) 4.92 s without the rule,
-    # 4.56 s with dirty_high alone, 4.32 s with both, at 1.5% of the
-    # throughput; on its cluster-sized copy (90 s rests, which drain the
-    # whole cache) 6.12, 6.10 and 5.91 s, at 7% of the throughput (18.1
-    # MiB/s against 19.5; Ceph's defaults 18.0).
-    overrun_why = f'write surges of {_size(surge)} overrun the cache'
-    if overflows:
-        want_h = lowest_h
-        whys['dirty_high'] = _RatioWhy(
-            why=overrun_why,
-            bound='min' if hmin >= dmin else '', safety=True, say_if_kept=True,
-            purpose='so PGs flush HIGH, which evicts fewer clean objects per flush: clean '
-                    'data is the room a FULL PG opens at once')
-    elif near_full:
+    # Not done for surges that overrun the cache: holding dirty and
+    # dirty_high at dirty_high's floor (PGs flush HIGH, which evicts fewer
+    # clean objects per flush) won 3-12% of p99 on the simulator, but on
+    # the local cluster (overflow-4m-fio-cluster, fio's p99; see
+    # bench-results/cluster/overrun-rule.md) it cost 23% of the throughput
+    # (16.4 MiB/s against 21.2 without it, means of 3 runs) with no better
+    # tail, and dirty_high alone 8%: the rests' drain to the dirty floor
+    # is worth more there than what the agent evicts per flush.
+    if near_full:
         full_in = (f'cache predicted full in {ttf:.0f} s (low band), under the '
                    f'{k.horizon_s:.0f} s horizon')
+        lowest_h = max(hmin, dmin)        # the lowest dirty_high the bounds allow
         if not flush_bound:
             whys['dirty_high'] = _RatioWhy(
                 why=f'{full_in}, but clean + free space ({_f(evictable or 0.0)} of target) '
@@ -362,13 +341,7 @@ def _law(inp: ControllerInput) -> _Law:
     base_client = max(_finite(m.inflow.base_client_bps) or 0.0, 0.0)
     base_busy = base_client > idle_threshold_bps(max(_finite(m.inflow.long_bps) or 0.0, 0.0))
     nums.update(base_client_bps=base_client, base_busy=base_busy)
-    if overflows:
-        want_d = lowest_h
-        whys['dirty'] = _RatioWhy(
-            why=overrun_why, say_if_kept=True,
-            purpose='(dirty_high\'s floor: while idle the base drains the dirtiest PGs, '
-                    'which block longest in the next surge, not every PG a little)')
-    elif state == 'idle' and base_busy:
+    if state == 'idle' and base_busy:
         whys['dirty'] = _RatioWhy(
             why=f'client writes into the cache idle for '
                 f'{_finite(m.inflow.idle_for_s) or 0.0:.0f} s, but clients move '

@@ -560,42 +560,6 @@ def test_a_surge_larger_than_the_cache_takes_full_to_its_max():
                              bounds=high_floor)).numbers['surge_overflows'] is True
 
 
-def test_surges_that_overrun_the_cache_close_the_low_band_at_the_lowest_dirty_high():
-    # Typical bursts of 150 GiB into a 100 GiB target overrun the cache.
-    # dirty and dirty_high both go to the lowest dirty_high the bounds allow
-    # (PGs flush HIGH, which evicts less clean data per flush, and while
-    # idle only the dirtiest PGs drain), in a burst and while idle: the
-    # drain to the dirty floor and the relax of dirty_high give way to it.
-    for state, extra in (('idle', {'idle_for': 300.0}), ('burst', {'short': 2e9}),
-                         ('steady', {'short': 40e6})):
-        model = make_model(state=state, burst_bytes=150 * GiB, **extra)
-        dec = decide(make_input(model, ratios=Ratios(0.1, 0.3, 0.9)))
-        assert dec.numbers['surge_overflows'] is True, state
-        assert (dec.recommended.dirty, dec.recommended.dirty_high) == \
-            (pytest.approx(0.3), pytest.approx(0.3)), state
-        assert dec.recommended.full == pytest.approx(0.9)
-        moving = decide(make_input(model))           # from Ceph's 0.4/0.6/0.8
-        assert any('overrun the cache' in r and 'flush HIGH' in r for r in moving.reasons), state
-        assert any('overrun the cache' in r and 'drains the dirtiest PGs' in r
-                   for r in moving.reasons), state
-    # The floor is the higher of the two bounds.
-    for bounds, want in ((Bounds(dirty_high_ratio_min=0.4), 0.4),
-                         (Bounds(dirty_ratio_min=0.35), 0.35)):
-        dec = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB), bounds=bounds))
-        assert (dec.recommended.dirty, dec.recommended.dirty_high) == \
-            (pytest.approx(want), pytest.approx(want))
-    # dirty_ratio_max below it holds dirty there (and ordered).
-    dec = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB),
-                            bounds=Bounds(dirty_ratio_max=0.2)))
-    assert dec.recommended.dirty == pytest.approx(0.2)
-    assert dec.recommended.dirty_high == pytest.approx(0.3)
-    # A burst that fits once drained (85 GiB) is not an overrun: idle
-    # drains to the floor, as before.
-    fits = decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, idle_for=300.0)))
-    assert fits.numbers['surge_overflows'] is False
-    assert fits.recommended.dirty == pytest.approx(0.1)
-
-
 def test_a_run_throttled_by_the_cache_still_counts_at_its_mean_rate():
     # No burst measured yet; a run that began at 390 MB/s and is now held to
     # the base's 40 MB/s: the short average has decayed to 60 MB/s (3.6 GB
