@@ -1,9 +1,12 @@
 """The sample history as the store keeps it: what goes in comes back, on
 the new process's clock; what is too old, too big or not ours is left out."""
 
+import base64
 import json
+import zlib
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from tiertune import sample_store
@@ -72,13 +75,24 @@ def test_samples_older_than_the_window_or_from_the_future_are_left_out():
 
 def test_a_long_history_is_cut_to_its_newest_samples_under_the_size_limit():
     saved = entries(3000)
-    text = sample_store.encode(saved)
-    assert len(text) <= sample_store.MAX_TEXT_BYTES
+    assert len(sample_store.encode(saved)) <= sample_store.MAX_TEXT_BYTES
+    text = sample_store.encode(saved, max_bytes=4096)
+    assert len(text) <= 4096
     back, _ = sample_store.decode(text, 0.0, saved[-1][0].wall, 1e9)
-    assert 100 < len(back) < 3000
+    assert 10 < len(back) < 3000
     assert back[-1][0].counters == saved[-1][0].counters     # the newest kept
     walls = [s.wall for s, _ in back]
     assert walls == sorted(walls)
+
+
+def table_text(rows, columns, n=None):
+    """A text in the store's format from plain rows (what another version
+    of the module might have written)."""
+    t = np.array(rows, dtype='<i8').reshape(len(rows), len(columns))
+    t[1:] = np.diff(t, axis=0)
+    return json.dumps({'v': 1, 'pool': 7, 'rows': len(rows) if n is None else n,
+                       'columns': list(columns),
+                       'data': base64.b64encode(zlib.compress(t.tobytes())).decode()})
 
 
 @pytest.mark.parametrize('text,words', [
@@ -91,22 +105,39 @@ def test_a_text_that_is_not_ours_gives_nothing_and_says_why(text, words):
     assert back == [] and problem is not None and words in problem
 
 
-def test_columns_of_different_lengths_are_refused():
-    doc = json.loads(sample_store.encode(entries(4)))
-    doc['num_pg'] = doc['num_pg'][:3]
-    back, problem = sample_store.decode(json.dumps(doc), 0.0, 1.8e9 + 200, 3600)
-    assert back == [] and problem == 'columns of different lengths'
+def test_a_table_that_does_not_match_its_row_count_is_refused():
+    rows = [sample_store._row(s, d) for s, d in entries(4)]
+    back, problem = sample_store.decode(table_text(rows, sample_store.COLUMNS, n=5), 0.0,
+                                        1.8e9 + 200, 3600)
+    assert back == [] and problem is not None and 'for 5 rows' in problem
+    back, problem = sample_store.decode(json.dumps({'v': 1, 'pool': 7, 'rows': 1, 'columns': [],
+                                                    'data': '!!'}), 0.0, 1.8e9, 3600)
+    assert back == [] and problem is not None and 'not a sample history' in problem
 
 
-def test_a_counter_the_text_lacks_counts_as_zero():
+def test_a_counter_the_text_lacks_counts_as_zero_and_one_it_adds_is_ignored():
     saved = [(replace(s, base=None), d) for s, d in entries(3)]
-    doc = json.loads(sample_store.encode(saved))
-    del doc['counters']['num_promote']
-    back, problem = sample_store.decode(json.dumps(doc), 0.0, 1.8e9 + 100, 3600)
+    cols = list(sample_store.COLUMNS)
+    drop = cols.index('num_promote')
+    rows = [[*r[:drop], *r[drop + 1:], 99] for r in (sample_store._row(s, d) for s, d in saved)]
+    text = table_text(rows, [*cols[:drop], *cols[drop + 1:], 'num_from_the_future'])
+    back, problem = sample_store.decode(text, 0.0, 1.8e9 + 100, 3600)
     assert problem is None and [s.counters.num_promote for s, _ in back] == [0, 0, 0]
+    assert [s.counters.num_write for s, _ in back] == [s.counters.num_write for s, _ in saved]
     assert all(s.base is None for s, _ in back)
 
 
 def test_nothing_stored_is_nothing_restored():
     assert sample_store.decode(None, 0.0, 1.8e9, 3600) == ([], None)
     assert sample_store.decode(sample_store.encode([]), 0.0, 1.8e9, 3600) == ([], None)
+
+
+def test_rows_cached_from_the_last_save_give_the_same_text():
+    saved = entries(30)
+    cache: dict = {}
+    first = sample_store.encode(saved[:20], cache=cache)
+    assert first == sample_store.encode(saved[:20])
+    assert len(cache) == 20
+    # ten samples later, the oldest ten gone: the same text as without a cache
+    assert sample_store.encode(saved[10:], cache=cache) == sample_store.encode(saved[10:])
+    assert sorted(cache) == sorted(s.mono for s, _ in saved[10:])
