@@ -77,17 +77,21 @@ def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_
     into an array is most of the cost, and from one save to the next most
     samples are the same."""
     pool = entries[0][0].pool_id if entries else None
-    fresh: RowCache = {}
-    rows: List[bytes] = []
-    for s, d in entries:
-        row = cache.get(s.mono) if cache is not None else None
-        if row is None:
-            row = np.array(_row(s, d), dtype='<i8').tobytes()
-        fresh[s.mono] = row
-        rows.append(row)
+    old = cache if cache is not None else {}
+    missing = [(s, d) for s, d in entries if s.mono not in old]
+    if missing:
+        # one conversion for all new rows: per row it costs several times more
+        table = np.array([_row(s, d) for s, d in missing], dtype='<i8')
+        width = table.shape[1] * table.itemsize
+        raw = table.tobytes()
+        new = {s.mono: raw[i * width:(i + 1) * width] for i, (s, _) in enumerate(missing)}
+    else:
+        new = {}
+    rows = [old.get(s.mono) or new[s.mono] for s, _ in entries]
     if cache is not None:
+        kept = {s.mono: row for (s, _), row in zip(entries, rows, strict=True)}
         cache.clear()
-        cache.update(fresh)
+        cache.update(kept)
     text = _encode(rows, pool)
     while len(text) > max_bytes and len(rows) > 1:
         # Cut the share that is over, and a little more: a few passes at most.
