@@ -10,7 +10,7 @@ and models (estimates), controller (recommendation), actuation and tuner
 import math
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional, Set
+from typing import Any, Dict, Iterable, List, Optional
 
 from mgr_module import MgrModule, MonCommandFailed, NotifyType, Option
 
@@ -62,10 +62,10 @@ class Module(Commands, MgrModule):
         self.sleep_interval = 30
         self.history_size = 120
         self.samples_save_interval = 300
-        # Per pool, when (monotonic) its samples were last written to the
-        # store; and the pools that have samples there (written, or found at load).
+        # Per pool with samples in the store (written, or found at load),
+        # when (monotonic) they were last written; -inf for a key found at
+        # load that gave nothing to restore (due at once).
         self._samples_saved: Dict[int, float] = {}
-        self._samples_stored: Set[int] = set()
         self._sample_rows: Dict[int, sample_store.RowCache] = {}
         self._tiers: Dict[int, CacheTier] = {}
         self._flags: frozenset = frozenset()
@@ -116,7 +116,7 @@ class Module(Commands, MgrModule):
                 pid = int(key[len(SAMPLES_PREFIX):])
             except ValueError:
                 continue
-            self._samples_stored.add(pid)
+            self._samples_saved[pid] = -math.inf
             entries, problem = sample_store.decode(text, mono, wall, window_s)
             if problem:
                 self.log.warning('pool %d: stored samples not used: %s', pid, problem)
@@ -214,10 +214,9 @@ class Module(Commands, MgrModule):
         pools that are no longer cache tiers.  Written outside the lock:
         each is a blocking mon command."""
         out: Dict[str, Optional[str]] = {}
-        for pid in self._samples_stored - set(present):
+        for pid in set(self._samples_saved) - set(present):
             out[f'{SAMPLES_PREFIX}{pid}'] = None
-            self._samples_stored.discard(pid)
-            self._samples_saved.pop(pid, None)
+            del self._samples_saved[pid]
             self._sample_rows.pop(pid, None)
         every = float(self.samples_save_interval)
         due = [pid for pid in sampled
@@ -230,7 +229,6 @@ class Module(Commands, MgrModule):
             out[f'{SAMPLES_PREFIX}{pid}'] = sample_store.encode(
                 self._book.saved_entries(pid), cache=self._sample_rows.setdefault(pid, {}))
             self._samples_saved[pid] = mono
-            self._samples_stored.add(pid)
         return out
 
     def _progress_calls(self, active: Dict[int, CacheTier], levels: Dict[int, AgentLevels],

@@ -132,7 +132,7 @@ def decode(text: Optional[str], now_mono: float, now_wall: float,
         return [], f'not a sample history: {e}'
     zero = np.zeros(n, dtype=np.int64)
     col = {name: table[:, i] for i, name in enumerate(names)}
-    cache = np.stack([col.get(c, zero) for c in COUNTER_NAMES], axis=1).tolist()
+    counters = np.stack([col.get(c, zero) for c in COUNTER_NAMES], axis=1).tolist()
     base = np.stack([col.get(f'base.{c}', zero) for c in COUNTER_NAMES], axis=1).tolist()
     walls, pgs = col['wall_ms'].tolist(), col['num_pg'].tolist()
     dirty, has_base = col['dirty_bytes'].tolist(), col['has_base'].tolist()
@@ -143,7 +143,7 @@ def decode(text: Optional[str], now_mono: float, now_wall: float,
         if age > max_age_s or age < 0:
             continue
         out.append((PoolSample(pool_id=pool, mono=now_mono - age, wall=wall, num_pg=pgs[i],
-                               counters=PoolCounters(*cache[i]),
+                               counters=PoolCounters(*counters[i]),
                                base=PoolCounters(*base[i]) if has_base[i] else None),
                     dirty[i]))
     return out, None
