@@ -33,6 +33,15 @@ METRIC_KEYS = (
     'hit_ratio',                # client ops served by the cache / all client ops
     'ratio_changes',            # `osd pool set` batches applied during the run
 )
+# Metrics a record may lack (records made before they were added).
+OPTIONAL_METRIC_KEYS = (
+    # p99 of the writes completed after the scenario's first repeat (None:
+    # one repeat, or no such writes).  An online policy starts a run where the
+    # cluster stands (Ceph's defaults) and learns the workload in its first
+    # repeat; a static setting has its ratios from the first second.  The
+    # whole run's p99 holds both; this one holds what follows the learning.
+    'write_lat_ms_p99_after_first',
+)
 SERIES_KEYS = ('t', 'throughput_mib_s', 'write_lat_ms_p99', 'dirty', 'fill')
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import List
 
+import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -21,7 +22,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 import cluster_backend  # noqa: E402
 import full_spells  # noqa: E402
 import scenario as scn  # noqa: E402
-from record import METRIC_KEYS, SERIES_KEYS, RunRecord  # noqa: E402
+from record import METRIC_KEYS, OPTIONAL_METRIC_KEYS, SERIES_KEYS, RunRecord  # noqa: E402
 
 from localcluster import processes  # noqa: E402
 
@@ -39,7 +40,8 @@ def test_static_run_gives_a_complete_record_and_stops_its_cluster(tmp_path: Path
     # the record is complete and survives a round trip through its file
     assert rec.backend == 'cluster' and rec.scenario == 'cluster-smoke'
     assert rec.policy == 'static:0.4,0.6,0.8'
-    assert set(rec.metrics) == set(METRIC_KEYS)
+    assert set(rec.metrics) == set(METRIC_KEYS) | set(OPTIONAL_METRIC_KEYS)
+    assert rec.metrics['write_lat_ms_p99_after_first'] is None     # one repeat
     rec.write(tmp_path / 'rec.json')
     assert RunRecord.read(tmp_path / 'rec.json').metrics == rec.as_dict()['metrics']
     m = rec.metrics
@@ -115,3 +117,15 @@ def test_no_tier_run_sends_the_clients_io_to_the_base_pool(tmp_path: Path) -> No
     assert counters['base']['num_write'] > 0
     assert m['flushed_bytes'] == 0 and m['promotes'] == 0 and m['hit_ratio'] == 0
     assert m['blocked_write_s'] == 0
+
+
+def test_after_first_repeat_starts_at_the_second_repeats_actual_start() -> None:
+    def phase(repeat: int, start: float) -> cluster_backend.PhaseRun:
+        return cluster_backend.PhaseRun(name='p', op='write', repeat=repeat, tool='fio',
+                                        scheduled_s=start, start_s=start + 0.5)
+    t = np.array([1.0, 59.0, 60.4, 60.5, 130.0])
+    one = [phase(0, 0.0), phase(0, 30.0)]
+    assert not cluster_backend.after_first_repeat(one, t).any()
+    two = [*one, phase(1, 60.0), phase(1, 90.0)]
+    assert cluster_backend.after_first_repeat(two, t).tolist() == [
+        False, False, False, True, True]

@@ -389,6 +389,28 @@ def test_clairvoyant_holds_the_floor_before_bursts_and_the_ceiling_in_them():
     assert (10.0, 0.1) in seen and (70.0, 0.6) in seen
 
 
+def test_p99_after_the_first_repeat_leaves_the_first_repeats_writes_out(monkeypatch):
+    sc = short()
+    first_repeat_s = sc.duration_s / sc.repeat
+    plain = simulate(sc, policies.parse('static:0.4,0.6,0.8')).metrics
+    assert plain['write_lat_ms_p99_after_first'] is not None
+    # Every write of the first repeat made to take 100 s: the whole run's
+    # p99 shows it (half the writes), the figure after the first does not.
+    step = TierSim.step
+
+    def slow_first_repeat(self: TierSim, dt: float, d: Any) -> Any:
+        res = step(self, dt, d)
+        if self.t <= first_repeat_s:
+            res.write_lat = [(100.0, w) for _, w in res.write_lat]
+        return res
+    monkeypatch.setattr(TierSim, 'step', slow_first_repeat)
+    slowed = simulate(sc, policies.parse('static:0.4,0.6,0.8')).metrics
+    assert slowed['write_lat_ms_p99'] == 100_000.0
+    assert slowed['write_lat_ms_p99_after_first'] == plain['write_lat_ms_p99_after_first']
+    one = simulate(short(repeat=1), policies.parse('static:0.4,0.6,0.8')).metrics
+    assert one['write_lat_ms_p99_after_first'] is None
+
+
 def test_no_tier_sends_every_op_to_the_base():
     sc = short()
     alone = simulate(sc, policies.parse('no-tier'))
@@ -501,6 +523,23 @@ def test_grid_rank_says_how_many_static_settings_tiertune_matches(name, key, tt,
     assert f'at least as good as {beaten} of the 4 static settings' in lines[0]
     assert f'best {grid_values[0]:.4g}' in lines[0] and f'worst {grid_values[-1]:.4g}' in lines[0]
     assert report.grid_rank(sc, {'tiertune': _record(sc, 'tiertune', **{key: tt})}) == []
+
+
+def test_report_gives_p99_after_the_first_repeat_for_write_scenarios_only():
+    import report
+    key = 'write_lat_ms_p99_after_first'
+    sc = scn.load(scn.shipped()['bursty-write-exceeds'])
+    recs = {'tiertune': _record(sc, 'tiertune', **{key: 900.0}),
+            'best-static': _record(sc, 'best-static', **{key: 1000.0}),
+            report.DEFAULT: _record(sc, report.DEFAULT, **{key: 1100.0})}
+    (line,) = report.after_first_repeat(sc, recs)
+    assert f'after the first of {sc.repeat} repeats' in line
+    assert 'tiertune 900, best-static 1000, Ceph defaults 1100' in line
+    # records made before the metric: nothing to say
+    assert report.after_first_repeat(sc, {'tiertune': _record(sc, 'tiertune')}) == []
+    zipf = scn.load(scn.shipped()['zipf-read-large-working-set'])
+    assert report.after_first_repeat(zipf, {'tiertune': _record(zipf, 'tiertune',
+                                                                **{key: 1.0})}) == []
 
 
 def test_report_rewrites_rows_in_the_order_the_suite_ran_them(tmp_path):
