@@ -96,7 +96,8 @@ def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> 
         tput = rec.metrics.get('throughput_mib_s_mean') or 0.0
         eligible = meets_throughput_floor(tput, defaults_tput)
         tried.append({'ratios': list(r), 'primary': rec.metrics.get(key), 'throughput': tput,
-                      'eligible': eligible})
+                      'eligible': eligible,
+                      'after_first': rec.metrics.get('write_lat_ms_p99_after_first')})
         if best_any is None or s < best_any[0]:
             best_any = (s, rec)
         if eligible and (best is None or s < best[0]):

@@ -613,6 +613,12 @@ def test_seeds_judges_the_static_picks_on_other_seeds_and_on_the_mean(tmp_path):
     assert 'as good as per-seed best: ' in md and ' of 2 seeds;' in md
     assert 'as good as best on mean: ' in md and 'tiertune minus best on mean' in md
     assert 'of the 42 static settings\' means' in md
+    # SHORT repeats twice: the writes after the first repeat compared too,
+    # with the figures the grid's runs gave
+    assert ('after the first repeat (p99 write): tiertune at least as good as Ceph defaults '
+            '(static:0.4,0.6,0.8) on ') in md
+    assert 'after the first repeat (p99 write): tiertune at least as good as best on mean' in md
+    assert all(r.grid_after_first[pick] > 0 and r.tiertune_after_first > 0 for r in ss.runs)
     assert seeds._verdict(1.0, 2.0, True) == 'tiertune 50.0% better'
     assert seeds._verdict(0.5, 0.6, False).endswith('% worse')
     assert seeds._verdict(3.0, 3.0, False) == 'equal'
