@@ -14,11 +14,15 @@ the OSD agent computes them; T = the target in bytes):
               not flush against it); a burst that does not fit ->
               dirty_ratio_min (flush early); steady, or a burst while the
               cache is about to fill -> keep.
-  dirty_high  keep; but when the cache is predicted full (writes block)
-              within the horizon (low band) and clean + free space cannot
-              take the reserve below, lower it to dirty - 0.04 so the PGs
-              flush HIGH (twice the in-flight flush ops of LOW); once writes
-              are idle, raise it back to mid-range if it is lower.
+  dirty_high  while write surges overrun the cache (see full), idle or
+              not -> its lowest (max of dirty_high_ratio_min and
+              dirty_ratio_min): PGs flush HIGH, which evicts fewer clean
+              objects per flush, so clean data lasts into the FULL spells.
+              Otherwise keep; but when the cache is predicted full (writes
+              block) within the horizon (low band) and clean + free space
+              cannot take the reserve below, lower it to dirty - 0.04 so the
+              PGs flush HIGH (twice the in-flight flush ops of LOW); once
+              writes are idle, raise it back to mid-range if it is lower.
   full        a write surge (the typical burst, or for 60 s the inflow or,
               if higher, the mean rate of the write run in progress) must
               fit above it: at most 1 - surge/T.  A surge more than

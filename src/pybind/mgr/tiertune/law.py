@@ -278,18 +278,34 @@ def _law(inp: ControllerInput) -> _Law:
     flush_bound = not (evictable is not None and needed is not None and evictable >= needed)
     nums['near_full'] = near_full
     want_h = ch
-    # Not done for surges that overrun the cache: holding dirty and
-    # dirty_high at dirty_high's floor (PGs flush HIGH, which evicts fewer
-    # clean objects per flush) won 3-12% of p99 on the simulator, but on
-    # the local cluster (overflow-4m-fio-cluster, fio's p99; see
-    # bench-results/cluster/overrun-rule.md) it cost 23% of the throughput
-    # (16.4 MiB/s against 21.2 without it, means of 3 runs) with no better
-    # tail, and dirty_high alone 8%: the rests' drain to the dirty floor
-    # is worth more there than what the agent evicts per flush.
-    if near_full:
+    lowest_h = max(hmin, dmin)            # the lowest dirty_high the bounds allow
+    # Surges that overrun the cache (`overflows`, above) block writes
+    # whatever the ratios; what the ratios still decide is how fast a FULL
+    # PG opens room.  So dirty_high stays at its floor for as long as the
+    # surges seen overrun the cache, idle or not (lowered only once the
+    # next surge starts, it took 20-30 s of a 60 s bench to get there): the
+    # PGs flush HIGH, four ops in flight per OSD rather than two, and the
+    # agent evicts fewer clean objects per completed flush than LOW (4.2
+    # against 4.8 at a clean share of 0.7, 2.2 against 2.8-3.3 at 0.5;
+    # bench-results/cluster/agent-pacing.md), so clean data lasts into the
+    # FULL spells.  dirty still drains to its floor in the rests.  On the
+    # local cluster (overflow-4m-fio-cluster, its second bench, the first
+    # tiertune acts on; bench-results/cluster/overrun-rule.md) p99 write
+    # 6.5 s against 8.2 without it (means of 4 runs), at 7% of that
+    # bench's throughput (52.8 against 57.1 MiB/s; Ceph's defaults 38.2);
+    # on the simulator, osiris-rados-bench-4m-overflow (10 PG spreads)
+    # 4.56 s against 4.92.  Holding dirty at the same floor as well lost
+    # on the cluster: it stops the rests' drain (31 MiB/s, p99 10.0 s).
+    if overflows:
+        want_h = lowest_h
+        whys['dirty_high'] = _RatioWhy(
+            why=f'write surges of {_size(surge)} overrun the cache',
+            bound='min' if hmin >= dmin else '', safety=True, say_if_kept=True,
+            purpose='so PGs flush HIGH, which evicts fewer clean objects per flush: clean '
+                    'data is the room a FULL PG opens at once')
+    elif near_full:
         full_in = (f'cache predicted full in {ttf:.0f} s (low band), under the '
                    f'{k.horizon_s:.0f} s horizon')
-        lowest_h = max(hmin, dmin)        # the lowest dirty_high the bounds allow
         if not flush_bound:
             whys['dirty_high'] = _RatioWhy(
                 why=f'{full_in}, but clean + free space ({_f(evictable or 0.0)} of target) '

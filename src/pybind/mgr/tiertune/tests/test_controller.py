@@ -560,6 +560,38 @@ def test_a_surge_larger_than_the_cache_takes_full_to_its_max():
                              bounds=high_floor)).numbers['surge_overflows'] is True
 
 
+def test_surges_that_overrun_the_cache_hold_dirty_high_at_its_floor_while_dirty_drains():
+    # Typical bursts of 150 GiB into a 100 GiB target overrun the cache:
+    # dirty_high goes to the lowest value the bounds allow (PGs flush HIGH,
+    # which evicts less clean data per flush), in a burst and while idle
+    # alike, and is not relaxed while idle; dirty keeps its own rule (the
+    # idle drain to its floor).
+    for state, extra in (('idle', {'idle_for': 300.0}), ('burst', {'short': 2e9}),
+                         ('steady', {'short': 40e6})):
+        model = make_model(state=state, burst_bytes=150 * GiB, **extra)
+        held = decide(make_input(model, ratios=Ratios(0.1, 0.3, 0.9)))
+        assert held.numbers['surge_overflows'] is True, state
+        assert held.recommended.dirty_high == pytest.approx(0.3), state
+        moving = decide(make_input(model))           # from Ceph's 0.4/0.6/0.8
+        assert moving.recommended.dirty_high < 0.6, state
+        assert any('overrun the cache' in r and 'flush HIGH' in r for r in moving.reasons), state
+    idle = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB, idle_for=300.0),
+                             ratios=Ratios(0.1, 0.3, 0.9)))
+    assert idle.recommended.dirty == pytest.approx(0.1)
+    # The floor is the higher of the two bounds.
+    for bounds, want in ((Bounds(dirty_high_ratio_min=0.4), 0.4),
+                         (Bounds(dirty_ratio_min=0.35), 0.35)):
+        dec = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB), bounds=bounds,
+                                ratios=Ratios(0.35, 0.45, 0.9)))
+        assert dec.recommended.dirty_high == pytest.approx(want)
+    # A burst that fits once drained (85 GiB) is not an overrun: idle,
+    # dirty_high goes back up to mid-range.
+    fits = decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, idle_for=300.0),
+                             ratios=Ratios(0.1, 0.3, 0.9)))
+    assert fits.numbers['surge_overflows'] is False
+    assert fits.recommended.dirty_high > 0.3
+
+
 def test_a_run_throttled_by_the_cache_still_counts_at_its_mean_rate():
     # No burst measured yet; a run that began at 390 MB/s and is now held to
     # the base's 40 MB/s: the short average has decayed to 60 MB/s (3.6 GB
