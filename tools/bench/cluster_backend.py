@@ -123,6 +123,11 @@ class Sample:
 # What a per-PG trace keeps of each cache PG's stat_sum (Sampler pg_trace).
 PG_TRACE_FIELDS = ('num_evict_mode_full', 'num_evict_mode_some', 'num_flush_mode_high',
                    'num_flush_mode_low', 'num_objects', 'num_objects_dirty')
+# ... and of the cache pool's, once a second beside it: what the agent did
+# (flushes, evictions) and the client writes, which the PGs' object counts
+# alone cannot tell apart.
+POOL_TRACE_FIELDS = ('num_write', 'num_flush', 'num_evict', 'num_promote', 'num_objects',
+                     'num_objects_dirty')
 
 
 def ls_by_pool_stats(out: Any) -> List[Dict[str, Any]]:
@@ -626,7 +631,11 @@ def run(scenario: scn.Scenario, policy: str, workdir: Path,
                 'fields': list(PG_TRACE_FIELDS),
                 'budget_objects': scenario.target_max_bytes // scenario.pg_num
                 // scenario.object_size,
-                'samples': [[round(s.t, 2), s.pgs] for s in samples if s.pgs is not None]}
+                'samples': [[round(s.t, 2), s.pgs] for s in samples if s.pgs is not None],
+                'pool_fields': list(POOL_TRACE_FIELDS),
+                'pool_samples': [[round(s.t, 2), [int(s.cache.get(k, 0))
+                                                  for k in POOL_TRACE_FIELDS]]
+                                 for s in samples]}
         rec = build_record(scenario, spec_p.name, runs, ops, bench_max, samples, wall0,
                            history, perf, params)
         ok = True

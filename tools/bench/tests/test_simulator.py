@@ -648,3 +648,53 @@ def test_hit_sets_decide_whether_new_writes_land_in_the_cache():
     # with hit sets only overwrites of objects already promoted turn dirty
     assert dirty[0] > 10
     assert dirty[4] < dirty[0] / 20
+
+
+def test_agent_trace_counts_what_the_agent_did_in_the_second_repeat(tmp_path, capsys):
+    """agent_trace.py: the simulator's table, its sums over the phase, and
+    a cluster record's table from its pool and PG traces."""
+    import agent_trace
+    sc = short(cache={'target_max_bytes': '256MiB', 'pg_num': 8, 'hit_set_count': 0})
+    rows = agent_trace.sim_rows(sc, 'static:0.1,0.3,0.9', 0, repeat=1)
+    first_repeat_s = sc.duration_s / sc.repeat
+    assert rows[0].t == pytest.approx(1.0 - first_repeat_s)      # t=0: the second burst
+    burst = [r for r in rows if 0 < r.t <= 10]
+    assert sum(r.writes for r in burst) > 0 and sum(r.flushes for r in burst) > 0
+    assert all(0 <= r.dirty <= r.fill for r in rows)
+    path = tmp_path / 'short.yaml'
+    import yaml
+    path.write_text(yaml.safe_dump({**SHORT, 'cache': {'target_max_bytes': '256MiB',
+                                                       'pg_num': 8, 'hit_set_count': 0}}))
+    assert agent_trace.main(['sim', '--scenario', str(path), '--policy',
+                             'static:0.1,0.3,0.9']) == 0
+    out = capsys.readouterr().out
+    assert 'over the phase (10 s): writes' in out and 'per flush' in out
+    assert agent_trace.main(['sim', '--scenario', str(path), '--policy', 'tiertune',
+                             '--repeat', '3']) == 2
+    # A cluster record: two PGs with a budget of 10 objects; pool samples
+    # every second; the write phase of repeat 2 starts at t=100.
+    fields = ['num_evict_mode_full', 'num_evict_mode_some', 'num_flush_mode_high',
+              'num_flush_mode_low', 'num_objects', 'num_objects_dirty']
+    pool_fields = ['num_write', 'num_flush', 'num_evict', 'num_promote', 'num_objects',
+                   'num_objects_dirty']
+    rec = {'params': {
+        'phases': [{'repeat': 0, 'op': 'write', 'scheduled_s': 0.0, 'start_s': 0.1,
+                    'end_s': 40.0},
+                   {'repeat': 0, 'op': 'idle', 'scheduled_s': 40.0, 'start_s': 40.0,
+                    'end_s': 100.0},
+                   {'repeat': 1, 'op': 'write', 'scheduled_s': 100.0, 'start_s': 100.0,
+                    'end_s': 140.0},
+                   {'repeat': 1, 'op': 'idle', 'scheduled_s': 140.0, 'start_s': 140.0,
+                    'end_s': 200.0}],
+        'pg_trace': {'fields': fields, 'budget_objects': 10, 'pool_fields': pool_fields,
+                     'samples': [[101.0, {'5.0': [1, 0, 1, 0, 10, 6], '5.1': [0, 0, 0, 1, 8, 2]}]],
+                     'pool_samples': [[100.0, [50, 10, 5, 0, 16, 6]],
+                                      [101.0, [54, 13, 9, 0, 18, 8]]]}}}
+    assert agent_trace.cluster_phase_s(rec, 1) == 40.0
+    [row] = agent_trace.cluster_rows(rec, 1)
+    assert (row.t, row.writes, row.flushes, row.evictions) == (1.0, 4, 3, 4)
+    assert (row.fill, row.dirty) == (pytest.approx(0.9), pytest.approx(0.4))
+    assert (row.full_pgs, row.high_pgs, row.low_pgs) == (1, 1, 1)
+    del rec['params']['pg_trace']['pool_samples']
+    with pytest.raises(agent_trace.TraceError):
+        agent_trace.cluster_rows(rec, 1)
