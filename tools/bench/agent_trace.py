@@ -12,6 +12,13 @@ and how many PGs were FULL, flushing HIGH and flushing LOW.
     agent_trace.py sim --scenario FILE --policy P [--seed S] [--repeat N]
         the simulator's table for the same scenario and policy
 
+    agent_trace.py osdlog OSD.LOG [OSD.LOG ...]
+        per cache PG, from OSD logs at debug_osd 10 or more: flushes started,
+        evictions of an object it had flushed (after the flush) and of a clean
+        object met in the listing, and how often the agent's listing position
+        passed the end of the hash space (set debug_osd with `ceph tell osd.N
+        config set debug_osd 10` for the stretch to look at)
+
 Rows start at the repeat's first write phase (t = 0; by default the second
 repeat, the first an online policy has seen a repeat before).  The
 cluster's pool counters come from `pg dump pools` once a second, and the
@@ -25,10 +32,11 @@ overflow-4m-fio-cluster (bench-results/cluster/overrun-rule.md).
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -144,6 +152,68 @@ def table(rows: Sequence[Row], phase_s: float) -> str:
     return '\n'.join(out)
 
 
+_PG = re.compile(r'pg\[(\d+\.[0-9a-f]+)\(')
+_OBJECT = re.compile(r'(\d+:[0-9a-f]{8}:::\S+?:head)')
+_EVENTS = (('agent_work max', 'pos'), ('agent_maybe_flush flushing', 'flush'),
+           ('agent_maybe_evict evicting', 'evict'))
+
+
+@dataclass
+class PgAgentLog:
+    flushes: int = 0
+    evicted_after_flush: int = 0     # an object this log saw the agent flush
+    evicted_clean_met: int = 0       # a clean object met in the listing
+    wraps: int = 0                   # the listing position passed the end
+
+
+def osd_log_counts(lines: Iterable[str]) -> Dict[str, PgAgentLog]:
+    """What PrimaryLogPG::agent_work's debug lines say it did, per PG.  The
+    position it lists from (`pos`) is kept between calls; when its hash
+    goes down, the listing passed the end of the hash space (or a fresh
+    pass began at the start, `pos MIN`)."""
+    out: Dict[str, PgAgentLog] = {}
+    flushed: Dict[str, Set[str]] = {}
+    last_pos: Dict[str, str] = {}
+    for line in lines:
+        kind = next((k for marker, k in _EVENTS if marker in line), None)
+        pg = _PG.search(line) if kind else None
+        if kind is None or pg is None:
+            continue
+        name = pg.group(1)
+        rec = out.setdefault(name, PgAgentLog())
+        tail = line.split('pos ', 1)[1] if kind == 'pos' else line.split('] ', 1)[-1]
+        m = _OBJECT.search(tail)
+        obj = m.group(1) if m else ''
+        if kind == 'pos':
+            h = obj.split(':')[1] if obj else '00000000'
+            if name in last_pos and h < last_pos[name]:
+                rec.wraps += 1
+            last_pos[name] = h
+        elif kind == 'flush':
+            rec.flushes += 1
+            flushed.setdefault(name, set()).add(obj)
+        elif obj in flushed.get(name, set()):
+            rec.evicted_after_flush += 1
+        else:
+            rec.evicted_clean_met += 1
+    return out
+
+
+def osd_log_table(counts: Dict[str, PgAgentLog]) -> str:
+    out = ['pg      flushes  evicted after flush  evicted clean, met  position wraps']
+    total = PgAgentLog()
+    for pg, c in sorted(counts.items()):
+        out.append(f'{pg:6s}  {c.flushes:7d}  {c.evicted_after_flush:19d}  '
+                   f'{c.evicted_clean_met:18d}  {c.wraps:14d}')
+        total.flushes += c.flushes
+        total.evicted_after_flush += c.evicted_after_flush
+        total.evicted_clean_met += c.evicted_clean_met
+        total.wraps += c.wraps
+    out.append(f'{"all":6s}  {total.flushes:7d}  {total.evicted_after_flush:19d}  '
+               f'{total.evicted_clean_met:18d}  {total.wraps:14d}')
+    return '\n'.join(out)
+
+
 def _phase_s(sc: scn.Scenario) -> float:
     return next(p.duration_s for p in sc.phases if p.op in ('write', 'mixed'))
 
@@ -159,6 +229,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     r.add_argument('--workdir', type=Path, default=Path('/tmp/tiertune-agent-trace'))
     c = sub.add_parser('cluster')
     c.add_argument('record', type=Path)
+    o = sub.add_parser('osdlog')
+    o.add_argument('logs', type=Path, nargs='+')
     s = sub.add_parser('sim')
     s.add_argument('--scenario', required=True, type=Path)
     s.add_argument('--policy', required=True)
@@ -167,6 +239,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.add_argument('--repeat', type=int, default=2, help='which repeat (1-based)')
     a = ap.parse_args(argv)
     try:
+        if a.cmd == 'osdlog':
+            counts: Dict[str, PgAgentLog] = {}
+            for log in a.logs:
+                with log.open(errors='replace') as fh:
+                    counts.update(osd_log_counts(fh))
+            print(osd_log_table(counts))
+            return 0
         if a.cmd == 'sim':
             sc = scn.load(a.scenario)
             print(table(sim_rows(sc, a.policy, a.seed, a.repeat - 1), _phase_s(sc)))

@@ -698,3 +698,30 @@ def test_agent_trace_counts_what_the_agent_did_in_the_second_repeat(tmp_path, ca
     del rec['params']['pg_trace']['pool_samples']
     with pytest.raises(agent_trace.TraceError):
         agent_trace.cluster_rows(rec, 1)
+
+
+def test_agent_trace_reads_the_agents_debug_lines_per_pg(tmp_path, capsys):
+    import agent_trace
+    head = ('2026-11-25T17:01:27.473+0000 7f63 10 osd.0 pg_epoch: 55 pg[5.{pg}( v 55\'258 '
+            '(0\'0,55\'258] n=59 ec=31/31) [0] r=0 active+clean] ')
+
+    def obj(h: str) -> str:
+        return f'5:{h}:::rbd_data.10c6.00000000000001e5:head'
+    lines = [
+        head.format(pg=5) + f'agent_work max 1, flush high, evict full, pos {obj("a944d7a7")}',
+        head.format(pg=5) + f'agent_maybe_flush flushing {obj("a9500000")}(55\'1 dirty)',
+        head.format(pg=5) + f'agent_maybe_evict evicting {obj("a9500000")}(55\'1)',
+        head.format(pg=5) + f'agent_maybe_evict evicting {obj("a9600000")}(55\'2)',
+        head.format(pg=5) + f'agent_work max 1, flush high, evict full, pos {obj("ff000000")}',
+        head.format(pg=5) + 'agent_work max 1, flush high, evict full, pos MIN',
+        head.format(pg=7) + f'agent_maybe_flush flushing {obj("10000000")}(55\'3 dirty)',
+        'an unrelated line',
+    ]
+    counts = agent_trace.osd_log_counts(lines)
+    assert counts['5.5'] == agent_trace.PgAgentLog(flushes=1, evicted_after_flush=1,
+                                                   evicted_clean_met=1, wraps=1)
+    assert counts['5.7'].flushes == 1
+    log = tmp_path / 'osd.0.log'
+    log.write_text('\n'.join(lines) + '\n')
+    assert agent_trace.main(['osdlog', str(log)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].split() == ['all', '2', '1', '1', '1']
