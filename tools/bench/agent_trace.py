@@ -34,9 +34,9 @@ import argparse
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -66,22 +66,30 @@ class Row:
     low_pgs: float
 
 
-def _write_phase_start(phases: Sequence[Dict[str, Any]], repeat: int) -> float:
-    for p in phases:
-        if p['repeat'] == repeat and p['op'] in ('write', 'mixed'):
-            return float(p['start_s'])
+WRITE_OPS = ('write', 'mixed')
+
+
+def _first_write(phases: Sequence[Tuple[int, str]], repeat: int) -> int:
+    """Index of the repeat's first write phase among (repeat, op) pairs."""
+    for i, (rep, op) in enumerate(phases):
+        if rep == repeat and op in WRITE_OPS:
+            return i
     raise TraceError(f'no write phase in repeat {repeat + 1}')
+
+
+def _cluster_first_write(rec: Dict[str, Any], repeat: int) -> Tuple[Dict[str, Any], int]:
+    phases = rec['params']['phases']
+    i = _first_write([(p['repeat'], p['op']) for p in phases], repeat)
+    return phases[i], i
 
 
 def cluster_phase_s(rec: Dict[str, Any], repeat: int) -> float:
     """The repeat's first write phase's scheduled length (to the next phase)."""
+    p, i = _cluster_first_write(rec, repeat)
     phases = rec['params']['phases']
-    for i, p in enumerate(phases):
-        if p['repeat'] == repeat and p['op'] in ('write', 'mixed'):
-            if i + 1 < len(phases):
-                return float(phases[i + 1]['scheduled_s'] - p['scheduled_s'])
-            return float(p['end_s'] - p['start_s'])
-    raise TraceError(f'no write phase in repeat {repeat + 1}')
+    if i + 1 < len(phases):
+        return float(phases[i + 1]['scheduled_s'] - p['scheduled_s'])
+    return float(p['end_s'] - p['start_s'])
 
 
 def cluster_rows(rec: Dict[str, Any], repeat: int) -> List[Row]:
@@ -89,8 +97,11 @@ def cluster_rows(rec: Dict[str, Any], repeat: int) -> List[Row]:
     if not tr or 'pool_samples' not in tr:
         raise TraceError('the record has no pool trace (make it with `agent_trace.py run`)')
     pf, f = tr['pool_fields'], tr['fields']
+    i_objects, i_dirty = pf.index('num_objects'), pf.index('num_objects_dirty')
+    i_modes = [f.index(k) for k in ('num_evict_mode_full', 'num_flush_mode_high',
+                                    'num_flush_mode_low')]
     budget = float(tr['budget_objects'])
-    t0 = _write_phase_start(rec['params']['phases'], repeat)
+    t0 = float(_cluster_first_write(rec, repeat)[0]['start_s'])
     pgs_at = {round(t, 2): pgs for t, pgs in tr['samples']}
     rows: List[Row] = []
     prev: Optional[List[Any]] = None
@@ -99,12 +110,10 @@ def cluster_rows(rec: Dict[str, Any], repeat: int) -> List[Row]:
             d = {k: v[i] - prev[1][i] for i, k in enumerate(pf)}
             pgs = pgs_at.get(round(t, 2), {})
             n = max(len(pgs), 1)
-            full, high, low = (float(sum(1 for x in pgs.values() if x[f.index(k)]))
-                               for k in ('num_evict_mode_full', 'num_flush_mode_high',
-                                         'num_flush_mode_low'))
+            full, high, low = (float(sum(1 for x in pgs.values() if x[i])) for i in i_modes)
             rows.append(Row(t - t0, d['num_write'], d['num_flush'], d['num_evict'],
-                            v[pf.index('num_objects')] / (budget * n),
-                            v[pf.index('num_objects_dirty')] / (budget * n), full, high, low))
+                            v[i_objects] / (budget * n), v[i_dirty] / (budget * n),
+                            full, high, low))
         prev = [t, v]
     return rows
 
@@ -113,8 +122,9 @@ def sim_rows(sc: scn.Scenario, policy: str, seed: int, repeat: int) -> List[Row]
     from simulator.run import simulate
     from simulator.tier import EVICT_FULL, FLUSH_HIGH, FLUSH_LOW, TierSim
     n = len(sc.phases)
-    t0 = _write_phase_start([{'repeat': k // n, 'op': p.op, 'start_s': t}
-                             for k, (t, p) in enumerate(sc.timeline())], repeat)
+    timeline = sc.timeline()
+    t0 = timeline[_first_write([(k // n, p.op) for k, (_, p) in enumerate(timeline)],
+                               repeat)][0]
     rows: List[Row] = []
     last = [(0.0, 0.0, 0.0)]          # the counters start at 0
 
@@ -200,22 +210,17 @@ def osd_log_counts(lines: Iterable[str]) -> Dict[str, PgAgentLog]:
 
 
 def osd_log_table(counts: Dict[str, PgAgentLog]) -> str:
+    total = PgAgentLog(*(sum(getattr(c, f.name) for c in counts.values())
+                         for f in fields(PgAgentLog)))
     out = ['pg      flushes  evicted after flush  evicted clean, met  position wraps']
-    total = PgAgentLog()
-    for pg, c in sorted(counts.items()):
+    for pg, c in [*sorted(counts.items()), ('all', total)]:
         out.append(f'{pg:6s}  {c.flushes:7d}  {c.evicted_after_flush:19d}  '
                    f'{c.evicted_clean_met:18d}  {c.wraps:14d}')
-        total.flushes += c.flushes
-        total.evicted_after_flush += c.evicted_after_flush
-        total.evicted_clean_met += c.evicted_clean_met
-        total.wraps += c.wraps
-    out.append(f'{"all":6s}  {total.flushes:7d}  {total.evicted_after_flush:19d}  '
-               f'{total.evicted_clean_met:18d}  {total.wraps:14d}')
     return '\n'.join(out)
 
 
 def _phase_s(sc: scn.Scenario) -> float:
-    return next(p.duration_s for p in sc.phases if p.op in ('write', 'mixed'))
+    return next(p.duration_s for p in sc.phases if p.op in WRITE_OPS)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -252,11 +257,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
         if a.cmd == 'run':
             import cluster_backend
-            from record import RunRecord
-            sc = scn.load(a.scenario)
-            rec = cluster_backend.run(sc, a.policy, a.workdir, pg_trace=True)
+            rec = cluster_backend.run(scn.load(a.scenario), a.policy, a.workdir, pg_trace=True)
             rec.write(a.out)
-            d = RunRecord.read(a.out).as_dict()
+            d = rec.as_dict()
         else:
             d = json.loads(a.record.read_text())
         print(table(cluster_rows(d, a.repeat - 1), cluster_phase_s(d, a.repeat - 1)))

@@ -137,15 +137,15 @@ def after_first_repeat(sc: Scenario, by_policy: Mapping[str, RunRecord]) -> List
     its ratios from the first second; this splits the learning from what
     follows it."""
     key = 'write_lat_ms_p99_after_first'
-    if _primary(sc)[0] != 'write_lat_ms_p99' or sc.repeat < 2:
+    tt = by_policy.get('tiertune')
+    if (_primary(sc)[0] != 'write_lat_ms_p99' or sc.repeat < 2 or tt is None
+            or tt.metrics.get(key) is None):
         return []
     figures = [(name, by_policy[p].metrics.get(key))
                for name, p in (('tiertune', 'tiertune'), ('best-static', 'best-static'),
                                ('Ceph defaults', DEFAULT), ('clairvoyant', 'clairvoyant'))
                if p in by_policy]
     shown = [f'{name} {v:.4g}' for name, v in figures if v is not None]
-    if not shown or figures[0][0] != 'tiertune' or figures[0][1] is None:
-        return []
     return [f'info p99 write after the first of {sc.repeat} repeats (the writes completed once '
             f'the workload has been seen): ' + ', '.join(shown)]
 
