@@ -20,7 +20,12 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
     temperature test does not favour cold objects: see the reference's
     reading of it), from the PGs of the highest evict effort first (the
     OSD's agent_queue), and while the OSD flushes, as many per completed
-    flush as the PGs' clean share gives (evicts_per_flush);
+    flush as the clean share of what the agent meets gives
+    (evicts_per_flush); it stops at the full ratio less the slop, as
+    agent_work chooses the mode again before each listing;
+  * the agent meets objects in hash order from a position it keeps
+    between calls (listing.py): after a drain that stopped part-way, the
+    stretch ahead of it holds the dirty objects, not the PG's mix;
   * a PG over its budget is FULL: client writes to objects it does not
     hold wait ("waiting for cache not full") until it leaves FULL, the
     writes already in flight landing first, and then all land at once,
@@ -54,6 +59,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 from scenario import Scenario
 
+from simulator.listing import ListingPosition
 from simulator.workload import Demand, KeyBins
 
 MiB = float(1 << 20)
@@ -110,6 +116,22 @@ def evicts_per_flush(clean_share: float, high: bool = False) -> float:
     k, n, q = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1, 1.0 - p
     below = 0.0           # P(X < j), built up term by term
     after = 0.0
+    for j in range(1, k + 1):
+        below += math.comb(n, j - 1) * p ** (j - 1) * q ** (n - j + 1)
+        after += 1.0 - below
+    return before + after
+
+
+def evicts_per_flush_rows(clean_share: np.ndarray, high: bool = False) -> np.ndarray:
+    """evicts_per_flush for each of an array of clean shares below 1."""
+    p = np.minimum(np.maximum(clean_share, 0.0), 1.0 - 1e-12)
+    q = 1.0 - p
+    before = p / q
+    if high:
+        return 1.0 + before
+    k, n = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1
+    below = np.zeros_like(p)
+    after = np.zeros_like(p)
     for j in range(1, k + 1):
         below += math.comb(n, j - 1) * p ** (j - 1) * q ** (n - j + 1)
         after += 1.0 - below
@@ -226,6 +248,8 @@ class TierSim:
         self._archives_seen: List[np.ndarray] = []  # 1 - exp(-archive), for _recency
         self.next_roll = self.hit_set_period
         self.blocked = np.zeros(self.G)           # write ops waiting, per PG of the row
+        self.listing = ListingPosition(self.G)
+        self._listing_of = b''                      # _row_sums() bytes it was matched to
         self.blocked_since = np.full(self.G, math.nan)
         self.totals = Totals()
         self.util_base = 0.0
@@ -398,6 +422,9 @@ class TierSim:
     # (The counts never hold -0.0, the one value that adding +0.0 changes.)
     def step(self, dt: float, d: Demand) -> StepResult:
         rows = self._row_sums()
+        if rows.tobytes() != self._listing_of:
+            # set from outside the step (tests): the listing has not seen it
+            self.listing.match(rows[0], rows[1])
         self.choose_modes(rows)
         res = StepResult()
         sim = self.sc.sim
@@ -418,6 +445,7 @@ class TierSim:
         dirty_pg = rows[1]
         flush_pg = self._zeros_pg
         paced = flushes = high = False   # evictions follow flush completions (see above)
+        flushing = self._n_mask[:, 0] & False
         # (with no PG in a flush mode, flush_pg is 0 unless a PG's dirty sum
         # is below 0, which the arithmetic below would carry through)
         if self._any_flush_mode or np.minimum.reduce(dirty_pg) < 0:
@@ -453,18 +481,32 @@ class TierSim:
         evicts = bool(np.count_nonzero(self.effort))
         if evicts:
             Cp = np.add.reduce(self.C, axis=1)
+            have = Cp                 # the most each PG of a row can evict
             allowed = math.inf
             if paced:
-                # the clean share of what the evicting PGs held as the step began
+                # the clean share of what the evicting PGs' agents meet
+                # ahead of their listing positions as they flush
                 evicting = self.m * (self.effort > 0)
-                share = float((evicting * rows[0]).sum()) / max(
-                    float((evicting * (rows[0] + rows[1])).sum()), 1e-12)
+                met_c, met_d, listed_c = self.listing.met(
+                    flush_pg if flushes else self._zeros_pg)
+                share = float((evicting * met_c).sum()) / max(
+                    float((evicting * (met_c + met_d)).sum()), 1e-12)
                 allowed = evicts_per_flush(share, high) * nflush
-            evict_pg = self._evict_by_priority(dt, Cp, allowed)
+                most = np.minimum(self._met_evictions(met_c, met_d, flush_pg, high),
+                                  listed_c + (flush_pg if high else 0.0))
+                have = np.where(flushing, np.minimum(have, most), have)
+            # agent_work chooses the PG's mode again before each listing, so
+            # it stops evicting once the PG is back at the full ratio less
+            # the slop (a 1 s step would otherwise carry it past)
+            objects = self._row_sums()
+            stop_at = (self.ratios.full * (1.0 - OSD_AGENT_SLOP)) * self.budget / self.avg
+            have = np.minimum(have, np.maximum(objects[0] + objects[1] - stop_at, 0.0))
+            evict_pg = self._evict_by_priority(dt, have, allowed)
             efrac = np.divide(evict_pg, Cp, out=np.zeros_like(Cp), where=Cp > 0)
             evicted = self.C * efrac[:, None]
             self.C -= evicted
             nevict = float((self.m * evicted.sum(axis=1)).sum())
+            evict_pg = np.add.reduce(evicted, axis=1)
         if flushes or evicts:
             c = self.totals.cache
             c['num_flush'] += nflush
@@ -480,10 +522,22 @@ class TierSim:
         # --- blocked writes leave with their PG's FULL mode ------------------------
         if d.active or flushes or evicts:
             rows = self._row_sums()
+        if flushes or evicts:
+            flushed_pg = flush_pg if flushes else self._zeros_pg
+            evicted_pg = evict_pg if evicts else self._zeros_pg
+            # HIGH: a PG that evicts evicts each object it has just flushed,
+            # behind the position; the rest it met in the listing
+            after_flush = (np.minimum(evicted_pg, flushed_pg) if high and paced
+                           else self._zeros_pg)
+            self.listing.advance(flushed_pg, after_flush, evicted_pg - after_flush, flushing)
+            # its walk takes from stretches what the key bins take evenly:
+            # back to the same totals
+            self.listing.match(rows[0], rows[1])
         self.choose_modes(rows)
         if self._release_blocked(dt, d, res):
             rows = self._row_sums()
         res.dirty, res.fill = self._pool_levels(rows)
+        self._listing_of = rows.tobytes()
 
         self.util_base = base_bytes / (bw_base * dt)
         self.util_cache = cache_bytes / (bw_cache * dt)
@@ -530,6 +584,17 @@ class TierSim:
             if osds_free <= 1e-9:
                 break
         return out
+
+    @staticmethod
+    def _met_evictions(met_c: np.ndarray, met_d: np.ndarray, flushed: np.ndarray,
+                       high: bool) -> np.ndarray:
+        """Per PG of a row that flushes, the most it evicts: a PG in a flush
+        mode is worked on only as flushes complete, and its agent does not
+        list past a dirty object it does not flush, so it evicts the clean
+        objects its listing meets as it flushes (evicts_per_flush of their
+        share, per flush), not the PG's."""
+        p = np.divide(met_c, met_c + met_d, out=np.zeros_like(met_c), where=met_d > 0)
+        return evicts_per_flush_rows(p, high) * flushed
 
     def _evict_by_priority(self, dt: float, clean_pg: np.ndarray, allowed: float) -> np.ndarray:
         """Objects each PG of a row evicts this step: the fullest PGs take
@@ -592,6 +657,7 @@ class TierSim:
                 res.bytes_done += landed * bs
                 self.D += free * np.divide(n, free_pg, out=np.zeros_like(n),
                                            where=free_pg > 0)[:, None]
+                self.listing.land(self._zeros_pg, n, self._zeros_pg)
                 c = self.totals.cache
                 c['num_promote'] += landed
                 c['num_write'] += landed
@@ -755,6 +821,13 @@ class TierSim:
         clean_share.fill(0.0)
         np.divide(C, cached, out=clean_share, where=cached > self._zeros)
         dirtied = np.minimum(wn * hit * clean_share, C)
+        prom_pg = np.add.reduce(prom, axis=2)     # by writes, by reads
+        dirtied_pg = np.add.reduce(dirtied, axis=1)
+        if np.count_nonzero(prom_pg) or np.count_nonzero(dirtied_pg):
+            if sync:
+                self.listing.land(prom_pg[1], prom_pg[0], dirtied_pg)
+            else:
+                self.listing.land(prom_pg[0] + prom_pg[1], self._zeros_pg, dirtied_pg)
         if sync:
             C += prom[1] - dirtied
             self.D += prom[0] + dirtied
