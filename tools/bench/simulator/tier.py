@@ -150,7 +150,9 @@ FLUSH_EXTRA_LATENCY_S = 0.001
 PG_CLASSES = 16
 # Blocked writes released together are recorded as this many latency
 # points spread over the wait (a fluid queue has no single op to follow).
-BLOCKED_SPREAD_POINTS = 32
+# 32 put the p99 of runs that block on steps of 1/32 of a wait (62 ms on
+# a 2 s one), as coarse as the differences between settings it compared.
+BLOCKED_SPREAD_POINTS = 256
 
 FLUSH_IDLE, FLUSH_LOW, FLUSH_HIGH = 0, 1, 2
 EVICT_IDLE, EVICT_SOME, EVICT_FULL = 0, 1, 2
