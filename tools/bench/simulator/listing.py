@@ -23,8 +23,11 @@ objects land evenly over the hash space; the writes that dirty clean
 objects dirty each stretch's in proportion to its clean objects.  The
 agent walks from the position: it flushes the first dirty objects it
 meets and evicts (or, not evicting, skips) the first clean ones, and the
-position ends at the farther of the two.  Within a stretch the objects
-are taken as evenly spread, passed part or not.
+position ends at the farther of the two.  Flushing HIGH (every op a
+flush, one freed as each completes) it is not listed past a dirty object
+it does not flush; flushing LOW it is (agent_work's flush quota is then
+the low ops less those in flight).  Within a stretch the objects are
+taken as evenly spread, passed part or not.
 """
 
 from typing import Tuple
@@ -119,28 +122,29 @@ class ListingPosition:
         """While the agent flushes `flushes` objects: the clean and dirty
         objects it passes, and the clean ones it lists (those and the rest
         of its last listing): the most it can evict without flushing more.
-        Rows that flush nothing: the stretch it lists next."""
+        Rows that flush nothing: the PG's objects (not flushing, the agent
+        lists past dirty objects, so it meets the PG's mix)."""
         _, c, d, _ = self._ahead()
         g, listed = self._reach(c, d, flushes)
         met_c, met_d = np.add.reduce(c * g, axis=1), np.add.reduce(d * g, axis=1)
         listed_c = np.add.reduce(c * listed, axis=1)
         idle = flushes <= _EPS
         if idle.any():
-            met_c = np.where(idle, listed_c, met_c)
-            met_d = np.where(idle, np.add.reduce(d * listed, axis=1), met_d)
+            met_c = np.where(idle, np.add.reduce(c, axis=1), met_c)
+            met_d = np.where(idle, np.add.reduce(d, axis=1), met_d)
         return met_c, met_d, listed_c
 
     def advance(self, flushed: np.ndarray, evicted_flushed: np.ndarray,
-                clean_met: np.ndarray, flushing: np.ndarray) -> None:
+                clean_met: np.ndarray, held: np.ndarray) -> None:
         """The agent flushed `flushed` objects, evicted `evicted_flushed` of
         them as each flush completed, and evicted `clean_met` clean objects
         it met in the listing (the clean ones it passes while flushing and
-        not evicting it skips).  A PG in a flush mode (`flushing`) is not
-        listed past a dirty object its agent does not flush; others are."""
+        not evicting it skips).  A PG flushing HIGH (`held`) is not listed
+        past a dirty object its agent does not flush; others are."""
         idx, c, d, width = self._ahead()
         g_flush, listed = self._reach(c, d, flushed)
         g_meet = _passed(c, clean_met)
-        g_meet = np.where(flushing[:, None], np.minimum(g_meet, listed), g_meet)
+        g_meet = np.where(held[:, None], np.minimum(g_meet, listed), g_meet)
         # the position moves to the farther of the two, short of a whole
         # round (which would bring it back into the stretch's part behind)
         g_pos = np.maximum(g_flush, g_meet)

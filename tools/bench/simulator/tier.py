@@ -252,6 +252,7 @@ class TierSim:
         self.blocked = np.zeros(self.G)           # write ops waiting, per PG of the row
         self.listing = ListingPosition(self.G)
         self._listing_of = b''                      # _row_sums() bytes it was matched to
+        self._no_rows = np.zeros(self.G, dtype=bool)
         self.blocked_since = np.full(self.G, math.nan)
         self.totals = Totals()
         self.util_base = 0.0
@@ -486,17 +487,23 @@ class TierSim:
             have = Cp                 # the most each PG of a row can evict
             allowed = math.inf
             if paced:
-                # the clean share of what the evicting PGs' agents meet
-                # ahead of their listing positions as they flush
+                # the clean share of what the evicting PGs' agents meet: HIGH,
+                # what lies ahead of their listing positions as they flush
+                # (see _met_evictions); LOW, the PG's (the agent lists past
+                # dirty objects then, the share agent_pacing.py measured)
                 evicting = self.m * (self.effort > 0)
-                met_c, met_d, listed_c = self.listing.met(
-                    flush_pg if flushes else self._zeros_pg)
+                if high:
+                    met_c, met_d, listed_c = self.listing.met(
+                        flush_pg if flushes else self._zeros_pg)
+                else:
+                    met_c, met_d = rows[0], rows[1]
                 share = float((evicting * met_c).sum()) / max(
                     float((evicting * (met_c + met_d)).sum()), 1e-12)
                 allowed = evicts_per_flush(share, high) * nflush
-                most = np.minimum(self._met_evictions(met_c, met_d, flush_pg, high),
-                                  listed_c + (flush_pg if high else 0.0))
-                have = np.where(flushing, np.minimum(have, most), have)
+                if high:
+                    most = np.minimum(self._met_evictions(met_c, met_d, flush_pg, high),
+                                      listed_c + flush_pg)
+                    have = np.where(flushing, np.minimum(have, most), have)
             # agent_work chooses the PG's mode again before each listing, so
             # it stops evicting once the PG is back at the full ratio less
             # the slop (a 1 s step would otherwise carry it past)
@@ -531,7 +538,8 @@ class TierSim:
             # behind the position; the rest it met in the listing
             after_flush = (np.minimum(evicted_pg, flushed_pg) if high and paced
                            else self._zeros_pg)
-            self.listing.advance(flushed_pg, after_flush, evicted_pg - after_flush, flushing)
+            self.listing.advance(flushed_pg, after_flush, evicted_pg - after_flush,
+                                 flushing if high else self._no_rows)
             # its walk takes from stretches what the key bins take evenly:
             # back to the same totals
             self.listing.match(rows[0], rows[1])
@@ -590,11 +598,16 @@ class TierSim:
     @staticmethod
     def _met_evictions(met_c: np.ndarray, met_d: np.ndarray, flushed: np.ndarray,
                        high: bool) -> np.ndarray:
-        """Per PG of a row that flushes, the most it evicts: a PG in a flush
-        mode is worked on only as flushes complete, and its agent does not
-        list past a dirty object it does not flush, so it evicts the clean
-        objects its listing meets as it flushes (evicts_per_flush of their
-        share, per flush), not the PG's."""
+        """Per PG of a row that flushes HIGH, the most it evicts.  With every
+        op of the OSD's quota a flush, agent_entry calls agent_work with one
+        free op as a flush completes, and its flush quota is that op: it
+        evicts the clean objects it meets one call each and flushes the
+        first dirty one, so it is not listed past a dirty object it does not
+        flush, and evicts the clean objects its listing meets as it flushes
+        (evicts_per_flush of their share, per flush), not the PG's.  (LOW:
+        the flush quota is the low ops less those in flight, so with them
+        all flushing, agent_work passes dirty objects and evicts clean ones
+        up to the spare ops: no such cap.)"""
         p = np.divide(met_c, met_c + met_d, out=np.zeros_like(met_c), where=met_d > 0)
         return evicts_per_flush_rows(p, high) * flushed
 

@@ -182,17 +182,14 @@ def test_evictions_are_paced_by_flush_completions_while_the_agent_flushes():
     make_dirty(sim, 0.5)
     sim.C[:] = sim.D * (0.45 / 0.5)         # plus 0.45 clean: 0.95 full
     totals = sim.totals.cache
-    # The agent meets what lies ahead of its listing position, which its
-    # own flushes and evictions (behind it) leave as it was: the clean
-    # share the state started with, not the PG's as it drains.
-    ahead = 0.45 / 0.95
     for _ in range(3):
+        clean, dirty = (float((sim.m * x).sum()) for x in sim.objects())
         before = dict(totals)
         sim.step(1.0, IDLE)
         flushed = totals['num_flush'] - before['num_flush']
         evicted = totals['num_evict'] - before['num_evict']
         assert flushed > 0
-        assert 0 < evicted <= evicts_per_flush(ahead) * flushed + 1e-9
+        assert 0 < evicted <= evicts_per_flush(clean / (clean + dirty)) * flushed + 1e-9
     # Nothing to flush: evictions run at the agent's own pace.
     sim = new_sim(short(cache=big))
     make_dirty(sim, 0.95)
