@@ -26,8 +26,10 @@ meets and evicts (or, not evicting, skips) the first clean ones, and the
 position ends at the farther of the two.  Flushing HIGH (every op a
 flush, one freed as each completes) it is not listed past a dirty object
 it does not flush; flushing LOW it is (agent_work's flush quota is then
-the low ops less those in flight).  Within a stretch the objects are
-taken as evenly spread, passed part or not.
+the low ops less those in flight), and the simulator keeps the PG's
+clean share for its evictions (tier.py).  Within a stretch the objects
+are taken as evenly spread, but the part of the position's stretch still
+ahead of it is kept apart from the part behind.
 """
 
 from typing import Tuple

@@ -59,7 +59,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 from scenario import Scenario
 
-from simulator.listing import ListingPosition
+from simulator.listing import AGENT_LISTED, ListingPosition
 from simulator.workload import Demand, KeyBins
 
 MiB = float(1 << 20)
@@ -100,7 +100,6 @@ EVICT_OBJECTS_PER_S_PER_OSD = 400.0
 # about 0.3 (1.3 to 1.6 evictions per flush, 1.43 from this reading); on
 # agent_pacing.py's runs HIGH measured 4.2 and 2.2 at clean shares 0.7
 # and 0.5, against 3.3 and 2.0 from it (and 4.3 and 3.0 from LOW's).
-AGENT_LISTED = 10              # osd_pool_default_cache_max_evict_check_size
 
 
 def evicts_per_flush(clean_share: float, high: bool = False) -> float:
@@ -116,22 +115,6 @@ def evicts_per_flush(clean_share: float, high: bool = False) -> float:
     k, n, q = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1, 1.0 - p
     below = 0.0           # P(X < j), built up term by term
     after = 0.0
-    for j in range(1, k + 1):
-        below += math.comb(n, j - 1) * p ** (j - 1) * q ** (n - j + 1)
-        after += 1.0 - below
-    return before + after
-
-
-def evicts_per_flush_rows(clean_share: np.ndarray, high: bool = False) -> np.ndarray:
-    """evicts_per_flush for each of an array of clean shares below 1."""
-    p = np.minimum(np.maximum(clean_share, 0.0), 1.0 - 1e-12)
-    q = 1.0 - p
-    before = p / q
-    if high:
-        return 1.0 + before
-    k, n = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1
-    below = np.zeros_like(p)
-    after = np.zeros_like(p)
     for j in range(1, k + 1):
         below += math.comb(n, j - 1) * p ** (j - 1) * q ** (n - j + 1)
         after += 1.0 - below
@@ -501,7 +484,7 @@ class TierSim:
                     float((evicting * (met_c + met_d)).sum()), 1e-12)
                 allowed = evicts_per_flush(share, high) * nflush
                 if high:
-                    most = np.minimum(self._met_evictions(met_c, met_d, flush_pg, high),
+                    most = np.minimum(self._met_evictions(met_c, met_d, flush_pg),
                                       listed_c + flush_pg)
                     have = np.where(flushing, np.minimum(have, most), have)
             # agent_work chooses the PG's mode again before each listing, so
@@ -596,8 +579,7 @@ class TierSim:
         return out
 
     @staticmethod
-    def _met_evictions(met_c: np.ndarray, met_d: np.ndarray, flushed: np.ndarray,
-                       high: bool) -> np.ndarray:
+    def _met_evictions(met_c: np.ndarray, met_d: np.ndarray, flushed: np.ndarray) -> np.ndarray:
         """Per PG of a row that flushes HIGH, the most it evicts.  With every
         op of the OSD's quota a flush, agent_entry calls agent_work with one
         free op as a flush completes, and its flush quota is that op: it
@@ -609,7 +591,8 @@ class TierSim:
         all flushing, agent_work passes dirty objects and evicts clean ones
         up to the spare ops: no such cap.)"""
         p = np.divide(met_c, met_c + met_d, out=np.zeros_like(met_c), where=met_d > 0)
-        return evicts_per_flush_rows(p, high) * flushed
+        p = np.minimum(np.maximum(p, 0.0), 1.0 - 1e-12)
+        return (1.0 + p / (1.0 - p)) * flushed        # evicts_per_flush(p, high=True)
 
     def _evict_by_priority(self, dt: float, clean_pg: np.ndarray, allowed: float) -> np.ndarray:
         """Objects each PG of a row evicts this step: the fullest PGs take
