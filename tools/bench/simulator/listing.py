@@ -32,13 +32,15 @@ are taken as evenly spread, but the part of the position's stretch still
 ahead of it is kept apart from the part behind.
 """
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
 HASH_BINS = 32
 AGENT_LISTED = 10              # osd_pool_default_cache_max_evict_check_size
 _EPS = 1e-9
+
+_Ahead = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 class ListingPosition:
@@ -53,6 +55,13 @@ class ListingPosition:
         self._rows = np.arange(rows)[:, None]
         self._row_ix = np.arange(rows)
         self._cols = np.arange(HASH_BINS + 1)[None, :]
+        # _ahead() and _reach() as last made, until the stretches change
+        # (the step asks met() and then advance() for the same flushes)
+        self._ahead_of: Optional[_Ahead] = None
+        self._reach_of: Optional[Tuple[bytes, np.ndarray, np.ndarray]] = None
+
+    def _changed(self) -> None:
+        self._ahead_of = self._reach_of = None
 
     def _here(self) -> Tuple[np.ndarray, np.ndarray]:
         """The position's stretch, and the share of it behind the position."""
@@ -61,7 +70,8 @@ class ListingPosition:
 
     def land(self, new_clean: np.ndarray, new_dirty: np.ndarray, dirtied: np.ndarray) -> None:
         """Clients added objects (clean or dirty) and dirtied clean ones."""
-        first, f = self._here()
+        self._changed()
+        _, f = self._here()
         clean = np.add.reduce(self.clean, axis=1)
         frac = np.minimum(np.divide(dirtied, clean, out=np.zeros_like(dirtied),
                                     where=clean > _EPS), 1.0)
@@ -79,7 +89,8 @@ class ListingPosition:
         """Scale each row's stretches to the PG's totals, kept by the
         simulator's key bins (flushes and evictions are taken from those
         in proportion; the two drift apart by rounding only)."""
-        first, f = self._here()
+        self._changed()
+        _, f = self._here()
         for have, here, want in ((self.clean, self.here_clean, clean),
                                  (self.dirty, self.here_dirty, dirty)):
             total = np.add.reduce(have, axis=1)
@@ -91,10 +102,15 @@ class ListingPosition:
                 have[empty] = (want[empty] / HASH_BINS)[:, None]
                 here[empty] = (want[empty] / HASH_BINS * (1.0 - f[empty]))
 
-    def _ahead(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _ahead(self) -> _Ahead:
         """The stretches in the order the agent meets them from its
         position, the one it is in twice (its part ahead first, its part
         behind last): (index, clean, dirty, width), each (rows, bins + 1)."""
+        if self._ahead_of is None:
+            self._ahead_of = self._make_ahead()
+        return self._ahead_of
+
+    def _make_ahead(self) -> _Ahead:
         first, f = self._here()
         idx = (first[:, None] + self._cols) % HASH_BINS
         width = np.ones(idx.shape)
@@ -114,11 +130,14 @@ class ListingPosition:
                flushes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """Per column, the share the agent passes to flush `flushes`
         objects, and the share it lists doing so: AGENT_LISTED - 1 objects
-        further, the rest of its last listing."""
-        g = _passed(d, flushes)
-        objects = c + d
-        listed = np.add.reduce(objects * g, axis=1) + (AGENT_LISTED - 1)
-        return g, np.maximum(_passed(objects, listed), g)
+        further, the rest of its last listing.  c and d: _ahead()'s."""
+        key = flushes.tobytes()
+        if self._reach_of is None or self._reach_of[0] != key:
+            g = _passed(d, flushes)
+            objects = c + d
+            listed = np.add.reduce(objects * g, axis=1) + (AGENT_LISTED - 1)
+            self._reach_of = (key, g, np.maximum(_passed(objects, listed), g))
+        return self._reach_of[1], self._reach_of[2]
 
     def met(self, flushes: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """While the agent flushes `flushes` objects: the clean and dirty
@@ -145,6 +164,7 @@ class ListingPosition:
         past a dirty object its agent does not flush; others are."""
         idx, c, d, width = self._ahead()
         g_flush, listed = self._reach(c, d, flushed)
+        self._changed()
         g_meet = _passed(c, clean_met)
         g_meet = np.where(held[:, None], np.minimum(g_meet, listed), g_meet)
         # the position moves to the farther of the two, short of a whole

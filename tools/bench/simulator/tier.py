@@ -475,18 +475,15 @@ class TierSim:
                 # (see _met_evictions); LOW, the PG's (the agent lists past
                 # dirty objects then, the share agent_pacing.py measured)
                 evicting = self.m * (self.effort > 0)
+                met_c, met_d = rows[0], rows[1]
                 if high:
-                    met_c, met_d, listed_c = self.listing.met(
-                        flush_pg if flushes else self._zeros_pg)
-                else:
-                    met_c, met_d = rows[0], rows[1]
-                share = float((evicting * met_c).sum()) / max(
-                    float((evicting * (met_c + met_d)).sum()), 1e-12)
-                allowed = evicts_per_flush(share, high) * nflush
-                if high:
+                    met_c, met_d, listed_c = self.listing.met(flush_pg)
                     most = np.minimum(self._met_evictions(met_c, met_d, flush_pg),
                                       listed_c + flush_pg)
                     have = np.where(flushing, np.minimum(have, most), have)
+                share = float((evicting * met_c).sum()) / max(
+                    float((evicting * (met_c + met_d)).sum()), 1e-12)
+                allowed = evicts_per_flush(share, high) * nflush
             # agent_work chooses the PG's mode again before each listing, so
             # it stops evicting once the PG is back at the full ratio less
             # the slop (a 1 s step would otherwise carry it past)
@@ -515,13 +512,13 @@ class TierSim:
         if d.active or flushes or evicts:
             rows = self._row_sums()
         if flushes or evicts:
-            flushed_pg = flush_pg if flushes else self._zeros_pg
+            # (flush_pg is all zeros unless something flushed)
             evicted_pg = evict_pg if evicts else self._zeros_pg
             # HIGH: a PG that evicts evicts each object it has just flushed,
             # behind the position; the rest it met in the listing
-            after_flush = (np.minimum(evicted_pg, flushed_pg) if high and paced
+            after_flush = (np.minimum(evicted_pg, flush_pg) if high and paced
                            else self._zeros_pg)
-            self.listing.advance(flushed_pg, after_flush, evicted_pg - after_flush,
+            self.listing.advance(flush_pg, after_flush, evicted_pg - after_flush,
                                  flushing if high else self._no_rows)
             # its walk takes from stretches what the key bins take evenly:
             # back to the same totals
