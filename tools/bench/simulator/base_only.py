@@ -30,6 +30,9 @@ class BaseOnlySim:
     def pool_set(self, var: str, val: str) -> str:
         return 'no cache tier in the IO path'
 
+    def advance(self, dt: float, d: Demand) -> StepResult:
+        return self.step(dt, d)      # nothing here waits on a FULL PG (TierSim.advance)
+
     def step(self, dt: float, d: Demand) -> StepResult:
         res = StepResult()
         if not d.active:

@@ -144,7 +144,7 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
             r = sim.ratios
             changes.append({'t': t, 'dirty': r.dirty, 'dirty_high': r.dirty_high,
                             'full': r.full})
-        res = sim.step(STEP_S, timeline.at(t))
+        res = sim.advance(STEP_S, timeline.at(t))
         if observe is not None and isinstance(sim, TierSim):
             observe(t + STEP_S, sim)
         tput.append(res.bytes_done / STEP_S / MiB)

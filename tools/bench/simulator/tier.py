@@ -136,6 +136,19 @@ PG_CLASSES = 16
 # 32 put the p99 of runs that block on steps of 1/32 of a wait (62 ms on
 # a 2 s one), as coarse as the differences between settings it compared.
 BLOCKED_SPREAD_POINTS = 256
+# While a PG is FULL or writes wait on one, a step is run as this many
+# shorter ones (advance).  A FULL PG leaves FULL as soon as one eviction
+# takes it to its budget and then takes every waiting write at once
+# (_release_blocked), so it sits at its budget, FULL nearly all the time,
+# as the OSD log showed (bench-results/cluster/full-spells.md).  In 1 s
+# steps its evictions ran ahead of its writes within the step and opened
+# room the next step's writes took without waiting: with PGs of 8 objects
+# and writes above the base's rate (steady-small-pg-4m-fio-cluster) p99
+# write 4.7 s on the simulator against 8.5 and 8.9 s on the local cluster;
+# in 0.5 / 0.25 / 0.125 s steps 7.8 / 9.4 / 8.6 s (seed 0; seeds 0-2 at
+# 0.25 s 6.6 to 9.4 s), bench-results/cluster/step-size.md.  Fine steps
+# only while it matters: they cost their number in arithmetic.
+FINE_STEPS = 4
 
 FLUSH_IDLE, FLUSH_LOW, FLUSH_HIGH = 0, 1, 2
 EVICT_IDLE, EVICT_SOME, EVICT_FULL = 0, 1, 2
@@ -402,6 +415,24 @@ class TierSim:
         self.flush_mode, self.evict_mode = flush_mode, evict_mode
 
     # ----- one step ----------------------------------------------------------------
+    def advance(self, dt: float, d: Demand) -> StepResult:
+        """One step of dt, run as FINE_STEPS steps while a PG is FULL or
+        writes wait on one (see FINE_STEPS); the steps' results in one."""
+        if not (self._any_full or np.count_nonzero(self.blocked)):
+            return self.step(dt, d)
+        res = StepResult()
+        for _ in range(FINE_STEPS):
+            part = self.step(dt / FINE_STEPS, d)
+            res.bytes_done += part.bytes_done
+            res.ops_done += part.ops_done
+            res.ops_hit += part.ops_hit
+            res.offered = res.offered or part.offered
+            res.write_lat += part.write_lat
+            res.read_lat += part.read_lat
+            res.blocked = res.blocked or part.blocked
+        res.dirty, res.fill = part.dirty, part.fill
+        return res
+
     # Work that could only add zeros or multiply by one is skipped (nothing
     # to flush, no PG evicting or FULL, no promotion over a PG's room, no
     # throttle, no write waiting): it would leave every count as it is.
