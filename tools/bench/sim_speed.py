@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import policies
 import scenario as scn
 from simulator.run import STEP_S, simulate
+from simulator.tier import FINE_STEPS
 
 PG_NUM = 256
 REPEAT = 12
@@ -23,7 +24,8 @@ REPEAT = 12
 def main() -> int:
     day = scn.load(scn.shipped()['diurnal-day'])
     sc = dataclasses.replace(day, name='diurnal-24h-256pg', pg_num=PG_NUM, repeat=REPEAT)
-    print(f'{sc.name}: {sc.duration_s / 3600:.0f} h simulated in {STEP_S:g} s steps, '
+    print(f'{sc.name}: {sc.duration_s / 3600:.0f} h simulated in {STEP_S:g} s steps '
+          f'({FINE_STEPS} of {STEP_S / FINE_STEPS:g} s while a PG is FULL), '
           f'{sc.pg_num} PGs')
     print(f'{"policy":22s} {"wall s":>8s} {"cpu s":>8s} {"sim s per wall s":>17s} '
           f'{"in ticks s":>10s}')

@@ -20,7 +20,7 @@ from scenario import Scenario
 
 from simulator import mgr_view
 from simulator.base_only import BaseOnlySim
-from simulator.tier import MiB, Ratios, TierSim
+from simulator.tier import FINE_STEPS, MiB, Ratios, TierSim
 from simulator.workload import Timeline, all_key_counts, make_bins
 
 # The simulator's step: the agent and the clients advance this much at once.
@@ -186,13 +186,15 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
     return RunRecord(
         scenario=sc.name, policy=policy.name, backend='sim', metrics=metrics, series=series,
         ratio_changes=changes,
-        how=(f'simulator (tools/bench/simulator), {STEP_S:g} s steps, seed {seed}: '
+        how=(f'simulator (tools/bench/simulator), {STEP_S:g} s steps ({FINE_STEPS} of '
+             f'{STEP_S / FINE_STEPS:g} s while a PG is FULL or writes wait), seed {seed}: '
              'throughput = client bytes completed per step; latencies are per-op-class '
              'model latencies weighted by op counts (blocked writes: their wait, spread '
              'evenly); blocked_write_s = steps in which some write waited on a FULL PG; '
              'hit_ratio = client ops served by the cache (hits) / all client ops; no-tier: '
              'every op at the base\'s bandwidth and latency (simulator/base_only.py)'),
-        params={'step_s': STEP_S, 'seed': seed, 'bins': bins.count, 'pg_num': sc.pg_num,
+        params={'step_s': STEP_S, 'fine_steps': FINE_STEPS, 'seed': seed, 'bins': bins.count,
+                'pg_num': sc.pg_num,
                 'cache_osds': sim.osds, 'cpu_s': round(time.process_time() - started, 2),
                 'tiertune_sleep_interval_s': TIERTUNE_SLEEP_INTERVAL_S,
                 'tiertune_settings': dict(TIERTUNE_SETTINGS)})
