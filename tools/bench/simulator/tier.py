@@ -144,7 +144,7 @@ BLOCKED_SPREAD_POINTS = 256
 # steps its evictions ran ahead of its writes within the step and opened
 # room the next step's writes took without waiting: with PGs of 8 objects
 # and writes above the base's rate (steady-small-pg-4m-fio-cluster) p99
-# write 4.7 s on the simulator against 8.5 and 8.9 s on the local cluster;
+# write 4.7 s on the simulator against 8.5 and 8.8 s on the local cluster;
 # in 0.5 / 0.25 / 0.125 s steps 7.8 / 9.4 / 8.6 s (seed 0; seeds 0-2 at
 # 0.25 s 6.6 to 9.4 s), bench-results/cluster/step-size.md.  Fine steps
 # only while it matters: they cost their number in arithmetic.
