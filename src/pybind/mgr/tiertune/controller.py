@@ -29,7 +29,9 @@ the OSD agent computes them; T = the target in bytes):
               1 - dirty_ratio_min of T overruns the cache whatever full
               is: full then goes as high as allowed (clean data kept is
               room that the agent opens faster than it drains dirty
-              data).  Otherwise, within the ceiling,
+              data).  A read cache (no write surge remembered, dirty
+              under 0.01 of T) -> as high as allowed too: the room
+              serves only writes.  Otherwise, within the ceiling,
               as high as allowed when hits grow with occupancy, mid-range
               when they do not (a curve with r2 >= 0.3); with no curve
               unchanged (lowered if room needs it, back up to mid-range

@@ -55,6 +55,13 @@ HIT_CURVE_MIN_R2 = 0.3
 # when idle: the law's pressure to lower them comes with writes.
 RELAX_POSITION = 0.5
 
+# A pool with less dirty data than this (fraction of the target) and no
+# write surge the model remembers holds only data clients read in: a read
+# cache.  Any pool that took writes keeps about dirty_ratio of them (the
+# agent flushes only above it, and dirty_ratio_min is 0.1 by default), so
+# the test does not mistake a write cache between its bursts for one.
+READ_CACHE_DIRTY_MAX = 0.01
+
 # Recommended ratios are rounded to hundredths (then re-clamped and
 # re-ordered, so a bound with more decimals still holds): finer than the
 # deadband is noise, and round values read well in the audit log.
@@ -430,6 +437,10 @@ def _law(inp: ControllerInput) -> _Law:
     if no_curve is None and (r2 is None or r2 < HIT_CURVE_MIN_R2):
         no_curve = (f'the hit curve explains too little (r2 '
                     f'{"-" if r2 is None else f"{r2:.2f}"} < {HIT_CURVE_MIN_R2:g})')
+    # Room below a surge's need is less than the recommended grid can say.
+    read_cache = (room_needed is not None and room_needed < RECOMMEND_GRID
+                  and dirty is not None and dirty < READ_CACHE_DIRTY_MAX)
+    nums['read_cache'] = read_cache
     if overflows:
         # Room above full cannot take such a surge, and clean data can: the
         # agent evicts it faster than it flushes dirty data, so every byte
@@ -438,6 +449,19 @@ def _law(inp: ControllerInput) -> _Law:
         why = room.rstrip('; ')
         purpose = ('so it goes as high as allowed (clean data is room the agent opens '
                    'faster than it drains dirty data)')
+    elif read_cache:
+        # Room above full serves writes to objects the cache lacks (at 100%
+        # of its share a PG blocks them); a plain read that misses a FULL PG
+        # is proxied rather than promoted, and never blocks.  With no
+        # writes the room serves nothing, and every byte of it is clean
+        # data the hit curve would only argue about: it is slow to fit (fill
+        # must vary) and a scan turns its slope negative.  On the simulator,
+        # scan-pollutes-hot-set kept full 0.8 for its first 100 s, and went
+        # back to mid-range after the scan, as the hot set returned.
+        want_f = ceiling
+        why = (f'no client write surge seen and almost no dirty data (dirty {_f(dirty or 0.0)}): '
+               f'a read cache')
+        purpose = 'so it keeps as much clean data as allowed (room above full serves only writes)'
     elif no_curve is None and slope is not None:
         if slope > 0:
             want_f = ceiling

@@ -905,3 +905,23 @@ def test_decision_does_not_read_the_promote_gate(inp):
     pending = dataclasses.replace(inp, model=dataclasses.replace(inp.model,
                                                                  promote=PROMOTE_PENDING))
     assert decide(pending) == decide(inp)
+
+
+def test_a_read_cache_keeps_full_as_high_as_allowed():
+    # No write surge remembered (no burst, no inflow) and no dirty data:
+    # the room above full serves nothing, whatever the hit curve says (none
+    # yet, or a scan that turned its slope negative).
+    for hits in ({}, {'slope': -0.5}, {'slope': 0.5}):
+        dec = decide(make_input(make_model(state='idle', **hits), dirty=0.0))
+        assert dec.numbers['read_cache'] is True
+        assert dec.recommended.full == pytest.approx(0.9)
+        assert any('a read cache' in r for r in dec.reasons)
+    # A pool that took writes keeps about dirty_ratio of them: not a read
+    # cache, and the no-payoff rule still leaves room (mid-range).
+    written = decide(make_input(make_model(state='idle', slope=-0.5), dirty=0.1))
+    assert written.numbers['read_cache'] is False
+    assert written.recommended.full == pytest.approx(0.75)
+    # A burst remembered, or writes flowing now: room is for them.
+    for model in (make_model(state='idle', burst_bytes=5 * GiB, slope=-0.5),
+                  make_model(state='steady', short=20e6, slope=-0.5)):
+        assert decide(make_input(model, dirty=0.0)).numbers['read_cache'] is False
