@@ -135,3 +135,39 @@ def test_after_first_repeat_starts_at_the_second_repeats_actual_start() -> None:
     two = [*one, phase(1, 60.0), phase(1, 90.0)]
     assert cluster_backend.after_first_repeat(two, t).tolist() == [
         False, False, False, True, True]
+
+
+class _FakeClusterThatHangsOnce:
+    """Pure logic of _create_image: the first `rbd create` times out (having
+    created the image or not), as one did on a fresh cluster."""
+
+    def __init__(self, created_by_the_hung_attempt: bool) -> None:
+        self.created = False
+        self.hung = False
+        self.made_by_hung = created_by_the_hung_attempt
+        self.calls: List[str] = []
+
+    def run(self, argv: List[str], check: bool = True, timeout: float = 120) -> object:
+        self.calls.append(argv[1])
+        if argv[1] == 'info':
+            return type('P', (), {'returncode': 0 if self.created else 2})()
+        if not self.hung:
+            self.hung = True
+            self.created = self.made_by_hung
+            raise cluster_backend.ClusterError(f'timed out after {timeout}s: rbd create')
+        if self.created:
+            raise AssertionError('created twice')
+        self.created = True
+        return None
+
+
+@pytest.mark.parametrize('made', [False, True])
+def test_a_hung_image_create_is_tried_again_once_and_never_twice_made(made: bool) -> None:
+    fake = _FakeClusterThatHangsOnce(created_by_the_hung_attempt=made)
+    said: List[str] = []
+    attempts = cluster_backend._create_image(fake, 'base', 1 << 30, 4 << 20,  # type: ignore[arg-type]
+                                             said.append)
+    assert fake.created
+    assert attempts == (1 if made else 2)
+    assert fake.calls == (['create', 'info'] if made else ['create', 'info', 'create'])
+    assert len(said) == 1 and 'trying again' in said[0]
