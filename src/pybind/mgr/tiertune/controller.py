@@ -27,9 +27,9 @@ the OSD agent computes them; T = the target in bytes):
               if higher, the mean rate of the write run in progress) must
               fit above it: at most 1 - surge/T.  A surge more than
               1 - dirty_ratio_min of T overruns the cache whatever full
-              is: full then goes as high as allowed (clean data kept is
-              room that the agent opens faster than it drains dirty
-              data).  A read cache (no write surge remembered, dirty
+              is: full then stays where it is (raised, PGs run closer to
+              FULL and the median write grows; lowered, it evicts early
+              what the surge evicts anyway).  A read cache (no write surge remembered, dirty
               under 0.01 of T) -> as high as allowed too: the room
               serves only writes.  Otherwise, within the ceiling,
               as high as allowed when hits grow with occupancy, mid-range

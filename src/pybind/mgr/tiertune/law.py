@@ -248,21 +248,9 @@ def _law(inp: ControllerInput) -> _Law:
         room_needed = min(1.0, surge / target)
         # A surge larger than all the cache can take (1 - dirty_ratio_min:
         # everything but the dirty floor) overruns it whatever full is, and
-        # its writes end up waiting on the base either way.  Lowering full
-        # for it would only evict, ahead of time, clean data the surge
-        # evicts itself when it needs the room, and while the agent flushes
-        # it evicts several objects per flush it completes, the more the
-        # cleaner the cache (measured on the local cluster: about 1.5 at a
-        # clean share of 0.3, 3 at 0.5, 13 at 0.9; tools/bench/agent_pacing.py):
-        # clean data kept is room that opens faster than dirty data drains.  On
-        # the local cluster, a bench four times the cache ran at 21.7 MiB/s
-        # with full 0.9 against 20.3 with 0.6 (bench-results/cluster).  On
-        # the simulator, 4 MiB benches six times the cache
-        # (osiris-rados-bench-4m-overflow, p99 write, mean of 5 PG spreads):
-        # 4.9 s with this rule, 5.6 s without, since it serves flushes by
-        # the agent's queue levels (10.9 against 10.7 s with flushes spread
-        # evenly); no difference on bursty-write-exceeds (9.1 s both) or
-        # steady-write-above-backend (2.0 s both).
+        # its writes end up waiting on the base either way.  No full ratio
+        # makes room for it, so the room rule puts no ceiling on full; the
+        # full rule below leaves full where it is (see there).
         overflows = surge / target > 1.0 - dmin + RATIO_EPS
         ceiling = 1.0 if overflows else 1.0 - room_needed
     nums.update(net_inflow_bps=max(now_bps - evict, 0.0), inflow_run_bps=run_bps,
@@ -442,13 +430,25 @@ def _law(inp: ControllerInput) -> _Law:
                   and dirty is not None and dirty < READ_CACHE_DIRTY_MAX)
     nums['read_cache'] = read_cache
     if overflows:
-        # Room above full cannot take such a surge, and clean data can: the
-        # agent evicts it faster than it flushes dirty data, so every byte
-        # of it is room that opens sooner (figures above).
-        want_f = ceiling
+        # Lowering full for such a surge would only evict, ahead of time,
+        # clean data the surge evicts itself when it needs the room.
+        # Raising it costs the median write: the agent evicts only past
+        # full + slop, so a PG runs closer to its budget (at 0.9, 5 objects
+        # of 64 below FULL; at 0.8, 12) and more writes meet it FULL.  On
+        # the local cluster (bench-results/cluster/overrun-full.md) the law
+        # that raised full to its maximum here had a median write 2.6x Ceph's
+        # defaults' on exceeds-4m-fio (799 against 310 ms, bursts 2-3 of
+        # three runs each) for no shorter tail; keeping full, 501 ms and a
+        # tail 0.9 s shorter than that law's, and on overflow-4m-fio (its
+        # second bench) 371 against 456 ms with the same tail (6.8 against
+        # 6.5 s; the defaults' 9.3).  What shortens the tail is dirty_high
+        # at its floor (above); an earlier reading that clean data kept is
+        # room that opens faster (rados bench: 21.7 MiB/s with full 0.9,
+        # 20.3 with 0.6) measured throughput, not the wait of a write.
+        want_f = cf
         why = room.rstrip('; ')
-        purpose = ('so it goes as high as allowed (clean data is room the agent opens '
-                   'faster than it drains dirty data)')
+        purpose = ('so it stays where it is (higher, PGs run closer to FULL and more '
+                   'writes wait; lower only evicts early what the surge evicts anyway)')
     elif read_cache:
         # Room above full serves writes to objects the cache lacks (at 100%
         # of its share a PG blocks them); a plain read that misses a FULL PG
@@ -480,7 +480,7 @@ def _law(inp: ControllerInput) -> _Law:
             # mid-range (room permitting) once writes are idle.
             want_f = min(_relax_point(fmin, fmax), ceiling)
             purpose = 'and writes are idle, so it goes back up toward mid-range'
-    whys['full'] = _RatioWhy(why=why, purpose=purpose,
+    whys['full'] = _RatioWhy(why=why, purpose=purpose, say_if_kept=overflows,
                              safety=ceiling < cf - RATIO_EPS)
     if room_needed is not None and not overflows and ceiling < fmin - k.deadband:
         blocks.append(f'room for a {_size(surge)} write surge needs full ratio '

@@ -530,23 +530,27 @@ def test_room_above_full_is_for_a_surge_not_the_inflow_over_the_horizon():
         'needed_free_fraction'] == pytest.approx(12e9 / (100 * GiB))
 
 
-def test_a_surge_larger_than_the_cache_takes_full_to_its_max():
+def test_a_surge_larger_than_the_cache_leaves_full_where_it_is():
     # Typical bursts of 150 GiB into a 100 GiB target: more than the 0.9 the
     # cache holds above dirty_ratio_min.  No full ratio makes room for it,
     # so the room rule puts no ceiling on full (and no bounds block), and
-    # full goes as high as allowed, whatever the hit curve says: clean data
-    # is room the agent opens faster than it drains dirty data.
-    for hits in ({'slope': 0.5}, {'slope': -0.3}, {}):
-        big = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB, **hits)))
-        assert big.numbers['surge_overflows'] is True
-        assert big.numbers['full_ceiling'] == pytest.approx(1.0)
-        assert big.recommended.full == pytest.approx(0.9)
-        assert big.bounds_block is None
-        assert any('more than the cache holds' in r and 'as high as allowed' in r
-                   for r in big.reasons)
+    # full stays where it is, whatever the hit curve says: raised, PGs run
+    # closer to FULL (a longer median write on the cluster); lowered, it
+    # evicts early what the surge evicts anyway.
+    for current in (0.7, 0.8, 0.9):
+        for hits in ({'slope': 0.5}, {'slope': -0.3}, {}):
+            big = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB, **hits),
+                                    ratios=Ratios(0.4, 0.6, current)))
+            assert big.numbers['surge_overflows'] is True
+            assert big.numbers['full_ceiling'] == pytest.approx(1.0)
+            assert big.recommended.full == pytest.approx(current)
+            assert big.bounds_block is None
+            kept = f'full ratio stays at {current:.2f}'
+            assert any('more than the cache holds' in r and kept in r for r in big.reasons)
+    # ... within the bounds: a full set by hand above full_ratio_max comes down.
     assert decide(make_input(make_model(state='idle', burst_bytes=150 * GiB),
-                             bounds=Bounds(full_ratio_max=0.85))).recommended.full \
-        == pytest.approx(0.85)
+                             ratios=Ratios(0.4, 0.6, 0.95))).recommended.full \
+        == pytest.approx(0.9)
     # 85 GiB does fit once drained to the dirty floor: room is made for it,
     # down to full_ratio_min (0.15 wanted), and the bounds block says so.
     fits = decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, slope=0.5)))
@@ -606,7 +610,7 @@ def test_a_run_throttled_by_the_cache_still_counts_at_its_mean_rate():
     assert big.numbers['surge_bytes'] == pytest.approx(120e9)
     assert big.numbers['inflow_run_bps'] == pytest.approx(2e9)
     assert big.numbers['surge_overflows'] is True
-    assert big.recommended.full == pytest.approx(0.9)
+    assert big.recommended.full == pytest.approx(0.8)      # kept, not lowered for it
     # A run slower on average than the inflow now does not shrink the surge.
     slow = dataclasses.replace(decayed, inflow=dataclasses.replace(decayed.inflow, run_bps=10e6))
     assert decide(make_input(slow)).numbers['surge_bytes'] == pytest.approx(3.6e9)
