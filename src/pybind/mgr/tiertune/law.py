@@ -438,8 +438,8 @@ def _law(inp: ControllerInput) -> _Law:
         # the local cluster (bench-results/cluster/overrun-full.md) the law
         # that raised full to its maximum here had a median write 2.6x Ceph's
         # defaults' on exceeds-4m-fio (799 against 310 ms, bursts 2-3 of
-        # three runs each) for no shorter tail; keeping full, 501 ms and a
-        # tail 0.9 s shorter than that law's, and on overflow-4m-fio (its
+        # three runs each) for no shorter tail; keeping full, 467 ms with
+        # the tail level (10.1 against 10.6 s), and on overflow-4m-fio (its
         # second bench) 371 against 456 ms with the same tail (6.8 against
         # 6.5 s; the defaults' 9.3).  What shortens the tail is dirty_high
         # at its floor (above); an earlier reading that clean data kept is
