@@ -8,6 +8,7 @@ the cluster start is about a minute, the whole test about two.
 """
 
 import math
+import subprocess
 import sys
 from pathlib import Path
 from typing import List
@@ -147,10 +148,11 @@ class _FakeClusterThatHangsOnce:
         self.made_by_hung = created_by_the_hung_attempt
         self.calls: List[str] = []
 
-    def run(self, argv: List[str], check: bool = True, timeout: float = 120) -> object:
+    def run(self, argv: List[str], check: bool = True,
+            timeout: float = 120) -> 'subprocess.CompletedProcess[str]':
         self.calls.append(argv[1])
         if argv[1] == 'info':
-            return type('P', (), {'returncode': 0 if self.created else 2})()
+            return subprocess.CompletedProcess(argv, 0 if self.created else 2)
         if not self.hung:
             self.hung = True
             self.created = self.made_by_hung
@@ -158,7 +160,7 @@ class _FakeClusterThatHangsOnce:
         if self.created:
             raise AssertionError('created twice')
         self.created = True
-        return None
+        return subprocess.CompletedProcess(argv, 0)
 
 
 @pytest.mark.parametrize('made', [False, True])

@@ -29,9 +29,10 @@ the OSD agent computes them; T = the target in bytes):
               1 - dirty_ratio_min of T overruns the cache whatever full
               is: full then stays where it is (raised, PGs run closer to
               FULL and the median write grows; lowered, it evicts early
-              what the surge evicts anyway).  A read cache (no write surge remembered, dirty
-              under 0.01 of T) -> as high as allowed too: the room
-              serves only writes.  Otherwise, within the ceiling,
+              what the surge evicts anyway).  A read cache (no write
+              surge remembered, dirty under 0.01 of T) -> as high as
+              allowed: the room serves only writes.  Otherwise, within
+              the ceiling,
               as high as allowed when hits grow with occupancy, mid-range
               when they do not (a curve with r2 >= 0.3); with no curve
               unchanged (lowered if room needs it, back up to mid-range

@@ -425,7 +425,8 @@ def _law(inp: ControllerInput) -> _Law:
     if no_curve is None and (r2 is None or r2 < HIT_CURVE_MIN_R2):
         no_curve = (f'the hit curve explains too little (r2 '
                     f'{"-" if r2 is None else f"{r2:.2f}"} < {HIT_CURVE_MIN_R2:g})')
-    # Room below a surge's need is less than the recommended grid can say.
+    # A surge needing less room than the recommended grid can express
+    # counts as none.
     read_cache = (room_needed is not None and room_needed < RECOMMEND_GRID
                   and dirty is not None and dirty < READ_CACHE_DIRTY_MAX)
     nums['read_cache'] = read_cache
