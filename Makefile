@@ -27,6 +27,7 @@ BENCH_SIM_DIR ?= bench-results/sim
 BENCH_CLUSTER_DIR ?= bench-results/cluster
 TIME_SCALE ?= 1.0
 SEEDS ?= 20
+HELD_OUT ?= 10
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
@@ -88,9 +89,11 @@ bench-calibrate:
 	$(PYTHON) tools/bench/calibrate.py --dir $(BENCH_CLUSTER_DIR)
 
 # The suite on several PG hash spreads: does best-static's hindsight pick
-# stay best on another spread, and how tiertune compares on each.
+# stay best on another spread, and how tiertune compares on each; then the
+# picks against tiertune on HELD_OUT more spreads that no pick saw.
 bench-sim-seeds: deps-test
-	$(PYTHON) tools/bench/seeds.py --seeds $(SEEDS) --out $(BENCH_SIM_DIR)/seeds.md
+	$(PYTHON) tools/bench/seeds.py --seeds $(SEEDS) --held-out $(HELD_OUT) \
+		--out $(BENCH_SIM_DIR)/seeds.md
 
 # How many clean objects the OSD agent evicts per flush it completes, by
 # the cache's clean share, on fresh local clusters (about 2 min a share).

@@ -1,7 +1,7 @@
 """Does the hindsight best static setting stay best?  The simulator suite on
 several PG hash spreads (seeds).
 
-    seeds.py [--seeds N] [--scenarios a,b] [--jobs J] [--out FILE.md]
+    seeds.py [--seeds N] [--held-out K] [--scenarios a,b] [--jobs J] [--out FILE.md]
 
 `make bench-sim` runs every scenario on one spread of objects over PGs (seed
 0): which PGs are fuller, and so reach a ratio or FULL first.  best-static is
@@ -32,6 +32,12 @@ p99 write of the writes after the first repeat too, against Ceph's
 defaults and the best on mean (the grid point picked on the whole run):
 tiertune starts every run at Ceph's defaults and learns the workload in
 the first repeat, while a static setting has its ratios from the start.
+
+The best on mean is picked on the very seeds it is judged on: the best of
+42 settings' means carries their spread's luck as well as the workload's
+answer.  With --held-out K the picks (seed-0 pick, best on mean) and
+Ceph's defaults run again beside tiertune on seeds N..N+K-1, which no pick
+saw, and the report compares them there, seed by seed.
 """
 
 import argparse
@@ -43,7 +49,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -58,6 +64,8 @@ DEFAULTS = 'static:0.4,0.6,0.8'
 COLUMNS = ('tiertune', 'Ceph defaults', 'seed-0 pick', 'per-seed best', 'best on mean')
 
 Ratios3 = Tuple[float, float, float]
+_Job = TypeVar('_Job')
+_Result = TypeVar('_Result')
 
 
 @dataclass
@@ -73,9 +81,23 @@ class SeedRun:
 
 
 @dataclass
+class HeldOutRun:
+    """One seed no pick was made on: tiertune and the static picks."""
+    seed: int
+    tiertune: Tuple[float, float]                 # (primary, p99 write after the first repeat)
+    static: Dict[Ratios3, Tuple[float, float]]   # ratios -> the same two
+
+
+@dataclass
 class ScenarioSeeds:
     runs: List[SeedRun]
     lower: bool
+    held_out: List[HeldOutRun] = field(default_factory=list)
+
+    def picks(self) -> Dict[str, Ratios3]:
+        """The static policies judged on the held-out seeds."""
+        return {'Ceph defaults': policies.CEPH_DEFAULTS, 'seed-0 pick': self.runs[0].pick,
+                'best on mean': self.mean_pick}
 
     def value(self, seed: int, column: str) -> float:
         r = self.runs[seed]
@@ -142,17 +164,47 @@ def _seed_run_job(job: Tuple[scn.Scenario, int]) -> SeedRun:
     return seed_run(*job)
 
 
-def scenario_seeds(scs: Sequence[scn.Scenario], seeds: int, jobs: int = 1) -> List[ScenarioSeeds]:
-    """Every (scenario, seed) run, spread over `jobs` processes: the runs are
-    independent and deterministic, so the result does not depend on jobs."""
-    work = [(sc, seed) for sc in scs for seed in range(seeds)]
-    if jobs > 1:
+def _primary_and_after_first(sc: scn.Scenario, policy: policies.PolicySpec,
+                             seed: int) -> Tuple[float, float]:
+    from simulator.run import simulate
+    rec = simulate(sc, policy, seed=seed)
+    return _primary(rec, sc), _nan_if_none(rec.metrics.get('write_lat_ms_p99_after_first'))
+
+
+def held_out_run(sc: scn.Scenario, seed: int, picks: Sequence[Ratios3]) -> HeldOutRun:
+    return HeldOutRun(
+        seed=seed, tiertune=_primary_and_after_first(sc, policies.parse('tiertune'), seed),
+        static={r: _primary_and_after_first(sc, policies.PolicySpec('static', r), seed)
+                for r in dict.fromkeys(picks)})
+
+
+def _held_out_job(job: Tuple[scn.Scenario, int, Sequence[Ratios3]]) -> HeldOutRun:
+    return held_out_run(*job)
+
+
+def _map(fn: Callable[[_Job], _Result], work: Sequence[_Job], jobs: int) -> List[_Result]:
+    if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
-            done = list(ex.map(_seed_run_job, work))
-    else:
-        done = [_seed_run_job(w) for w in work]
-    return [ScenarioSeeds(done[i * seeds:(i + 1) * seeds], run.primary_metric(sc)[1])
-            for i, sc in enumerate(scs)]
+            return list(ex.map(fn, work))
+    return [fn(w) for w in work]
+
+
+def scenario_seeds(scs: Sequence[scn.Scenario], seeds: int, jobs: int = 1,
+                   held_out: int = 0) -> List[ScenarioSeeds]:
+    """Every (scenario, seed) run, spread over `jobs` processes: the runs are
+    independent and deterministic, so the result does not depend on jobs.
+    Then, once the picks are known, the held-out seeds."""
+    work = [(sc, seed) for sc in scs for seed in range(seeds)]
+    done = _map(_seed_run_job, work, jobs)
+    out = [ScenarioSeeds(done[i * seeds:(i + 1) * seeds], run.primary_metric(sc)[1])
+           for i, sc in enumerate(scs)]
+    if held_out > 0:
+        later = [(sc, seed, list(ss.picks().values())) for sc, ss in zip(scs, out, strict=True)
+                 for seed in range(seeds, seeds + held_out)]
+        runs = _map(_held_out_job, later, jobs)
+        for i, ss in enumerate(out):
+            ss.held_out = runs[i * held_out:(i + 1) * held_out]
+    return out
 
 
 def _name(r: Ratios3) -> str:
@@ -212,7 +264,42 @@ def _section(sc: scn.Scenario, ss: ScenarioSeeds) -> List[str]:
     out += _after_first_lines(ss, fmt)
     out += [f'- tiertune\'s mean is at least as good as {ss.settings_beaten()} of the '
             f'{len(ss.runs[0].grid)} static settings\' means', '']
-    return out
+    return out + _held_out_lines(ss, fmt)
+
+
+def _held_out_lines(ss: ScenarioSeeds, fmt: str) -> List[str]:
+    """The picks against tiertune on seeds none of them was picked on."""
+    if not ss.held_out:
+        return []
+    picks = ss.picks()
+    first, last = ss.held_out[0].seed, ss.held_out[-1].seed
+    out = [f'Held out: seeds {first}..{last}, which no pick saw.', '',
+           '| seed | tiertune | ' + ' | '.join(picks) + ' |',
+           '|---:|---:|' + '---:|' * len(picks)]
+    for h in ss.held_out:
+        out.append(f'| {h.seed} | {fmt.format(h.tiertune[0])} | '
+                   + ' | '.join(fmt.format(h.static[r][0]) for r in picks.values()) + ' |')
+    out.append('')
+    tt = [h.tiertune[0] for h in ss.held_out]
+    for name, r in picks.items():
+        other = [h.static[r][0] for h in ss.held_out]
+        wins = sum(_at_least_as_good(a, b, ss.lower) for a, b in zip(tt, other, strict=True))
+        d, se = paired(tt, other)
+        out.append(f'- held out, tiertune at least as good as {name} ({_name(r)}): {wins} of '
+                   f'{len(tt)} seeds; mean {fmt.format(statistics.fmean(tt))} vs '
+                   f'{fmt.format(statistics.fmean(other))} '
+                   f'({_verdict(statistics.fmean(tt), statistics.fmean(other), ss.lower)}); '
+                   f'tiertune minus it {fmt.format(d)} (standard error {fmt.format(se)})')
+    tt_after = [h.tiertune[1] for h in ss.held_out]
+    if not any(math.isnan(v) for v in tt_after):
+        r = picks['best on mean']
+        other = [h.static[r][1] for h in ss.held_out]
+        d, se = paired(tt_after, other)
+        out.append(f'- held out, after the first repeat (p99 write): tiertune minus best on '
+                   f'mean {fmt.format(d)} (standard error {fmt.format(se)}); means '
+                   f'{fmt.format(statistics.fmean(tt_after))} vs '
+                   f'{fmt.format(statistics.fmean(other))}')
+    return [*out, '']
 
 
 def _after_first_lines(ss: ScenarioSeeds, fmt: str) -> List[str]:
@@ -237,13 +324,15 @@ def _after_first_lines(ss: ScenarioSeeds, fmt: str) -> List[str]:
     return out
 
 
-def report(names: Sequence[str], seeds: int, jobs: int = 1) -> str:
+def report(names: Sequence[str], seeds: int, jobs: int = 1, held_out: int = 0) -> str:
     shipped = scn.shipped()
     scs = [scn.load(shipped.get(name) or Path(name)) for name in names]
-    out = [f'# tiertune against static settings on {seeds} PG hash spreads (simulator)', '',
-           f'`make bench-sim-seeds SEEDS={seeds}` (tools/bench/seeds.py --seeds {seeds}); '
-           f'see its docstring.', '']
-    for sc, ss in zip(scs, scenario_seeds(scs, seeds, jobs), strict=True):
+    more = f' and {held_out} held out' if held_out else ''
+    out = [f'# tiertune against static settings on {seeds} PG hash spreads{more} (simulator)',
+           '',
+           f'`make bench-sim-seeds SEEDS={seeds} HELD_OUT={held_out}` (tools/bench/seeds.py '
+           f'--seeds {seeds} --held-out {held_out}); see its docstring.', '']
+    for sc, ss in zip(scs, scenario_seeds(scs, seeds, jobs, held_out), strict=True):
         out += _section(sc, ss)
     return '\n'.join(out)
 
@@ -252,6 +341,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog='seeds.py', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--seeds', type=int, default=DEFAULT_SEEDS)
+    ap.add_argument('--held-out', type=int, default=0,
+                    help='seeds after the N to judge the picks on (default 0)')
     ap.add_argument('--scenarios', default='')
     ap.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
                     help='processes to run the seeds in (default: one per CPU)')
@@ -264,9 +355,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if a.jobs < 1:
         print('seeds.py: --jobs must be at least 1', file=sys.stderr)
         return 2
+    if a.held_out < 0:
+        print('seeds.py: --held-out must not be negative', file=sys.stderr)
+        return 2
     names = [s for s in a.scenarios.split(',') if s] or list(scn.shipped())
     try:
-        text = report(names, a.seeds, a.jobs)
+        text = report(names, a.seeds, a.jobs, a.held_out)
     except (scn.ScenarioError, policies.PolicyError) as e:
         print(f'seeds.py: {e}', file=sys.stderr)
         return 2

@@ -681,6 +681,31 @@ def test_seeds_judges_the_static_picks_on_other_seeds_and_on_the_mean(tmp_path):
     assert seeds.paired([3.0, 5.0], [1.0, 1.0]) == (3.0, 1.0)
     assert seeds.main(['--seeds', '1']) == 2
     assert seeds.main(['--seeds', '2', '--jobs', '0']) == 2
+    assert seeds.main(['--seeds', '2', '--held-out', '-1']) == 2
+
+
+def test_seeds_held_out_judges_the_picks_on_seeds_no_pick_saw(tmp_path):
+    """--held-out K: the picks made on seeds 0..N-1 and tiertune run again on
+    seeds N..N+K-1, each figure the one a plain run on that seed gives."""
+    import seeds
+    sc = short()
+    [ss] = seeds.scenario_seeds([sc], 2, jobs=2, held_out=2)
+    assert [h.seed for h in ss.held_out] == [2, 3]
+    picks = ss.picks()
+    assert picks['best on mean'] == ss.mean_pick and picks['seed-0 pick'] == ss.runs[0].pick
+    h = ss.held_out[1]
+    assert set(h.static) == set(picks.values())
+    tt = simulate(sc, policies.parse('tiertune'), seed=3)
+    assert h.tiertune == (tt.metrics['write_lat_ms_p99'],
+                          tt.metrics['write_lat_ms_p99_after_first'])
+    best = simulate(sc, policies.PolicySpec('static', ss.mean_pick), seed=3)
+    assert h.static[ss.mean_pick][0] == best.metrics['write_lat_ms_p99']
+    md = '\n'.join(seeds._held_out_lines(ss, '{:.1f}'))
+    assert 'Held out: seeds 2..3, which no pick saw.' in md
+    for name in picks:
+        assert f'- held out, tiertune at least as good as {name} (' in md
+    assert 'held out, after the first repeat (p99 write): tiertune minus best on mean' in md
+    assert seeds._held_out_lines(seeds.ScenarioSeeds(ss.runs, True), '{:.1f}') == []
 
 
 def test_hit_sets_decide_whether_new_writes_land_in_the_cache():
