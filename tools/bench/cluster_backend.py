@@ -567,12 +567,13 @@ IMAGE_CREATE_ATTEMPTS = 3
 def _create_image(c: LocalCluster, pool: str, size: int, object_size: int,
                   log: Callable[[str], None]) -> int:
     """Create the bench image; the attempts it took.  A timed-out attempt
-    may still have created the image, so each retry first asks."""
+    may still have created the image, so each retry first asks; a question
+    that times out too fails that attempt, not the run."""
     for attempt in range(1, IMAGE_CREATE_ATTEMPTS + 1):
-        if attempt > 1 and c.run(['rbd', 'info', f'{pool}/{IMAGE}'], check=False,
-                                 timeout=IMAGE_CREATE_TIMEOUT_S).returncode == 0:
-            return attempt - 1
         try:
+            if attempt > 1 and c.run(['rbd', 'info', f'{pool}/{IMAGE}'], check=False,
+                                     timeout=IMAGE_CREATE_TIMEOUT_S).returncode == 0:
+                return attempt - 1
             c.run(['rbd', 'create', f'{pool}/{IMAGE}', '--size', f'{size}B',
                    '--object-size', str(object_size), '--image-feature', 'layering'],
                   timeout=IMAGE_CREATE_TIMEOUT_S)

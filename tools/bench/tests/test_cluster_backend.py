@@ -142,16 +142,20 @@ class _FakeClusterThatHangsOnce:
     """Pure logic of _create_image: the first `rbd create` times out (having
     created the image or not), as one did on a fresh cluster."""
 
-    def __init__(self, created_by_the_hung_attempt: bool) -> None:
+    def __init__(self, created_by_the_hung_attempt: bool, info_hangs: int = 0) -> None:
         self.created = False
         self.hung = False
         self.made_by_hung = created_by_the_hung_attempt
+        self.info_hangs = info_hangs      # how many `rbd info` calls time out first
         self.calls: List[str] = []
 
     def run(self, argv: List[str], check: bool = True,
             timeout: float = 120) -> 'subprocess.CompletedProcess[str]':
         self.calls.append(argv[1])
         if argv[1] == 'info':
+            if self.info_hangs:
+                self.info_hangs -= 1
+                raise cluster_backend.ClusterError(f'timed out after {timeout}s: rbd info')
             return subprocess.CompletedProcess(argv, 0 if self.created else 2)
         if not self.hung:
             self.hung = True
@@ -173,3 +177,25 @@ def test_a_hung_image_create_is_tried_again_once_and_never_twice_made(made: bool
     assert attempts == (1 if made else 2)
     assert fake.calls == (['create', 'info'] if made else ['create', 'info', 'create'])
     assert len(said) == 1 and 'trying again' in said[0]
+
+
+@pytest.mark.parametrize('made', [False, True])
+def test_a_hung_question_whether_the_image_exists_costs_one_attempt(made: bool) -> None:
+    fake = _FakeClusterThatHangsOnce(created_by_the_hung_attempt=made, info_hangs=1)
+    said: List[str] = []
+    attempts = cluster_backend._create_image(fake, 'base', 1 << 30, 4 << 20,  # type: ignore[arg-type]
+                                             said.append)
+    assert fake.created
+    assert attempts == (2 if made else 3)
+    assert fake.calls == (['create', 'info', 'info'] if made
+                          else ['create', 'info', 'info', 'create'])
+    assert len(said) == 2 and 'rbd info' in said[1]
+
+
+def test_image_create_gives_up_after_its_attempts() -> None:
+    fake = _FakeClusterThatHangsOnce(created_by_the_hung_attempt=False,
+                                     info_hangs=cluster_backend.IMAGE_CREATE_ATTEMPTS)
+    with pytest.raises(cluster_backend.ClusterError, match='rbd info'):
+        cluster_backend._create_image(fake, 'base', 1 << 30, 4 << 20,  # type: ignore[arg-type]
+                                      lambda _: None)
+    assert not fake.created
