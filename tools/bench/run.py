@@ -46,8 +46,9 @@ CLUSTER_SCENARIOS = (str(scn.SCENARIO_DIR / 'cluster' / 'bursty-write-fits.yaml'
                      str(scn.SCENARIO_DIR / 'cluster' / 'overflow-4m-fio.yaml'))
 # Runs a suite adds for some scenarios: the OSiRIS bench with and without the
 # tier, as the site ran it; the overflowing bench with full at the top and
-# the bottom of its default bounds, the choice the law's rule for surges
-# larger than the cache makes (full to its maximum).
+# the bottom of its default bounds, the choice the law once made for surges
+# larger than the cache (full to its maximum; it now keeps full where it is:
+# bench-results/cluster/overrun-full.md).
 EXTRA_POLICIES = {'osiris-rados-bench-4m-cluster': ('no-tier',),
                   'osiris-rados-bench-4m-overflow-cluster': ('static:0.1,0.6,0.9',
                                                              'static:0.1,0.6,0.6')}
