@@ -103,8 +103,7 @@ class ScenarioSeeds:
         r = self.runs[seed]
         if column == 'tiertune':
             return r.tiertune
-        ratios = {'Ceph defaults': policies.CEPH_DEFAULTS, 'seed-0 pick': self.runs[0].pick,
-                  'per-seed best': r.pick, 'best on mean': self.mean_pick}[column]
+        ratios = r.pick if column == 'per-seed best' else self.picks()[column]
         return r.grid[ratios][0]
 
     def row(self, seed: int) -> Dict[str, float]:
@@ -144,31 +143,28 @@ def _primary(rec: 'run.RunRecord', sc: scn.Scenario) -> float:
     return _nan_if_none(rec.metrics.get(run.primary_metric(sc)[0]))
 
 
-def seed_run(sc: scn.Scenario, seed: int) -> SeedRun:
+def _primary_and_after_first(sc: scn.Scenario, policy: policies.PolicySpec,
+                             seed: int) -> Tuple[float, float]:
     from simulator.run import simulate
+    rec = simulate(sc, policy, seed=seed)
+    return _primary(rec, sc), _nan_if_none(rec.metrics.get('write_lat_ms_p99_after_first'))
+
+
+def seed_run(sc: scn.Scenario, seed: int) -> SeedRun:
     best = run.best_static(sc, lambda m: None, seed=seed)
     grid = {_ratios3(t['ratios']): (math.nan if t['primary'] is None else float(t['primary']),
                                  t['throughput'])
             for t in best.params['grid']}
     pick = policies.parse(best.params['best_static']).ratios
     assert pick is not None
-    tt = simulate(sc, policies.parse('tiertune'), seed=seed)
-    return SeedRun(grid=grid, pick=pick, tiertune=_primary(tt, sc),
-                   tiertune_after_first=_nan_if_none(
-                       tt.metrics.get('write_lat_ms_p99_after_first')),
+    tt, tt_after_first = _primary_and_after_first(sc, policies.parse('tiertune'), seed)
+    return SeedRun(grid=grid, pick=pick, tiertune=tt, tiertune_after_first=tt_after_first,
                    grid_after_first={_ratios3(t['ratios']): _nan_if_none(t.get('after_first'))
                                      for t in best.params['grid']})
 
 
 def _seed_run_job(job: Tuple[scn.Scenario, int]) -> SeedRun:
     return seed_run(*job)
-
-
-def _primary_and_after_first(sc: scn.Scenario, policy: policies.PolicySpec,
-                             seed: int) -> Tuple[float, float]:
-    from simulator.run import simulate
-    rec = simulate(sc, policy, seed=seed)
-    return _primary(rec, sc), _nan_if_none(rec.metrics.get('write_lat_ms_p99_after_first'))
 
 
 def held_out_run(sc: scn.Scenario, seed: int, picks: Sequence[Ratios3]) -> HeldOutRun:
@@ -285,10 +281,10 @@ def _held_out_lines(ss: ScenarioSeeds, fmt: str) -> List[str]:
         other = [h.static[r][0] for h in ss.held_out]
         wins = sum(_at_least_as_good(a, b, ss.lower) for a, b in zip(tt, other, strict=True))
         d, se = paired(tt, other)
+        mean_tt, mean_other = statistics.fmean(tt), statistics.fmean(other)
         out.append(f'- held out, tiertune at least as good as {name} ({_name(r)}): {wins} of '
-                   f'{len(tt)} seeds; mean {fmt.format(statistics.fmean(tt))} vs '
-                   f'{fmt.format(statistics.fmean(other))} '
-                   f'({_verdict(statistics.fmean(tt), statistics.fmean(other), ss.lower)}); '
+                   f'{len(tt)} seeds; mean {fmt.format(mean_tt)} vs {fmt.format(mean_other)} '
+                   f'({_verdict(mean_tt, mean_other, ss.lower)}); '
                    f'tiertune minus it {fmt.format(d)} (standard error {fmt.format(se)})')
     tt_after = [h.tiertune[1] for h in ss.held_out]
     if not any(math.isnan(v) for v in tt_after):
