@@ -15,9 +15,11 @@ the OSD agent computes them; T = the target in bytes):
               dirty_ratio_min (flush early); steady, or a burst while the
               cache is about to fill -> keep.
   dirty_high  while write surges overrun the cache (see full), idle or
-              not -> its lowest (max of dirty_high_ratio_min and
-              dirty_ratio_min): PGs flush HIGH, which evicts fewer clean
-              objects per flush, so clean data lasts into the FULL spells.
+              not -> dirty_ratio_min + 0.3 (OVERRUN_LOW_LANDING), or its
+              floor if higher: a surge meeting a drained cache lands 0.3
+              of the target with LOW flushing (more clean objects evicted
+              per flush: room opens fast), then its PGs flush HIGH, which
+              evicts fewer, so clean data lasts into the FULL spells.
               Otherwise keep; but when the cache is predicted full (writes
               block) within the horizon (low band) and clean + free space
               cannot take the reserve below, lower it to dirty - 0.04 so the
@@ -71,6 +73,7 @@ from .law import BURST_FIT_MARGIN as BURST_FIT_MARGIN
 from .law import FULL_NO_PAYOFF_POSITION as FULL_NO_PAYOFF_POSITION
 from .law import HIGH_ENGAGE_MARGIN as HIGH_ENGAGE_MARGIN
 from .law import HIT_CURVE_MIN_R2 as HIT_CURVE_MIN_R2
+from .law import OVERRUN_LOW_LANDING as OVERRUN_LOW_LANDING
 from .law import RECOMMEND_GRID as RECOMMEND_GRID
 from .law import RELAX_POSITION as RELAX_POSITION
 from .law import TARGET_FROM_FRACTION_MIN as TARGET_FROM_FRACTION_MIN

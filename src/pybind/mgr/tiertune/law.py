@@ -62,6 +62,18 @@ RELAX_POSITION = 0.5
 # the test does not mistake a write cache between its bursts for one.
 READ_CACHE_DIRTY_MAX = 0.01
 
+# While write surges overrun the cache, dirty_high sits this far above
+# dirty_ratio_min (the level the rests drain to), or at its floor if that
+# is higher: the next surge lands this much of the target with LOW
+# flushing, which evicts more clean objects per completed flush (room
+# opens fast while the surge fills the cache), before its PGs flush HIGH,
+# which evicts fewer (clean data lasts into the FULL spells, where a
+# blocked write waits for one).  0.2 (dirty_high at its default floor,
+# 0.3) cost on surges that only just overrun the cache, and more the
+# faster the cache against the base; 0.3 kept the gain on surges several
+# times the cache.  bench-results/cluster/overrun-floor.md.
+OVERRUN_LOW_LANDING = 0.3
+
 # Recommended ratios are rounded to hundredths (then re-clamped and
 # re-ordered, so a bound with more decimals still holds): finer than the
 # deadband is noise, and round values read well in the audit log.
@@ -276,28 +288,33 @@ def _law(inp: ControllerInput) -> _Law:
     lowest_h = max(hmin, dmin)            # the lowest dirty_high the bounds allow
     # Surges that overrun the cache (`overflows`, above) block writes
     # whatever the ratios; what the ratios still decide is how fast a FULL
-    # PG opens room.  So dirty_high stays at its floor for as long as the
-    # surges seen overrun the cache, idle or not (lowered only once the
-    # next surge starts, it took 20-30 s of a 60 s bench to get there): the
-    # PGs flush HIGH, four ops in flight per OSD rather than two, and the
-    # agent evicts fewer clean objects per completed flush than LOW (4.2
-    # against 4.8 at a clean share of 0.7, 2.2 against 2.8-3.3 at 0.5;
-    # bench-results/cluster/agent-pacing.md), so clean data lasts into the
-    # FULL spells.  dirty still drains to its floor in the rests.  On the
-    # local cluster (overflow-4m-fio-cluster, its second bench, the first
-    # tiertune acts on; bench-results/cluster/overrun-rule.md) p99 write
-    # 6.5 s against 8.2 without it (means of 4 runs), at 7% of that
-    # bench's throughput (52.8 against 57.1 MiB/s; Ceph's defaults 38.2);
-    # on the simulator, osiris-rados-bench-4m-overflow (10 PG spreads)
-    # 4.56 s against 4.92.  Holding dirty at the same floor as well lost
-    # on the cluster: it stops the rests' drain (31 MiB/s, p99 10.0 s).
+    # PG opens room.  So dirty_high stays low for as long as the surges
+    # seen overrun the cache, idle or not (lowered only once the next
+    # surge starts, it took 20-30 s of a 60 s bench to get there): once
+    # OVERRUN_LOW_LANDING of the target has landed on the drained cache,
+    # the PGs flush HIGH, four ops in flight per OSD rather than two, and
+    # the agent evicts fewer clean objects per completed flush than LOW
+    # (4.2 against 4.8 at a clean share of 0.7, 2.2 against 2.8-3.3 at
+    # 0.5; bench-results/cluster/agent-pacing.md), so clean data lasts
+    # into the FULL spells.  dirty still drains to its floor in the rests.
+    # On the local cluster (overflow-4m-fio-cluster, its second bench, the
+    # first tiertune acts on; bench-results/cluster/overrun-rule.md)
+    # dirty_high at its floor (0.3) gave p99 write 6.5 s against 8.6
+    # without the rule (means of 4 and 5 runs); that floor cost on a bench
+    # that only just overruns the cache, which 0.4 does not
+    # (bench-results/cluster/overrun-floor.md).  Holding dirty at the same
+    # level as well lost on the cluster: it stops the rests' drain (31
+    # MiB/s, p99 10.0 s).
     if overflows:
-        want_h = lowest_h
+        want_h = max(lowest_h, dmin + OVERRUN_LOW_LANDING)
+        at_floor = want_h <= lowest_h + RATIO_EPS
         whys['dirty_high'] = _RatioWhy(
             why=f'write surges of {_size(surge)} overrun the cache',
-            bound='min' if hmin >= dmin else '', safety=True, say_if_kept=True,
-            purpose='so PGs flush HIGH, which evicts fewer clean objects per flush: clean '
-                    'data is the room a FULL PG opens at once')
+            bound='min' if at_floor and hmin >= dmin else '', safety=True, say_if_kept=True,
+            purpose=(f'so PGs flush HIGH once {_f(want_h - dmin)} of the target has landed on '
+                     f'a cache drained to dirty {_f(dmin)}: before, LOW flushing evicts more '
+                     f'clean objects per flush (room opens fast); after, HIGH evicts fewer '
+                     f'(clean data is the room a FULL PG opens at once)'))
     elif near_full:
         full_in = (f'cache predicted full in {ttf:.0f} s (low band), under the '
                    f'{k.horizon_s:.0f} s horizon')

@@ -11,6 +11,7 @@ from tiertune.bounds import Bounds, Knobs
 from tiertune.controller import (
     BURST_FIT_MARGIN,
     HIGH_ENGAGE_MARGIN,
+    OVERRUN_LOW_LANDING,
     TYPICAL_BURST_S,
     ControllerInput,
     Decision,
@@ -564,36 +565,46 @@ def test_a_surge_larger_than_the_cache_leaves_full_where_it_is():
                              bounds=high_floor)).numbers['surge_overflows'] is True
 
 
-def test_surges_that_overrun_the_cache_hold_dirty_high_at_its_floor_while_dirty_drains():
+def test_surges_that_overrun_the_cache_hold_dirty_high_low_while_dirty_drains():
     # Typical bursts of 150 GiB into a 100 GiB target overrun the cache:
-    # dirty_high goes to the lowest value the bounds allow (PGs flush HIGH,
-    # which evicts less clean data per flush), in a burst and while idle
-    # alike, and is not relaxed while idle; dirty keeps its own rule (the
-    # idle drain to its floor).
+    # dirty_high goes to dirty_ratio_min + OVERRUN_LOW_LANDING (0.4 under
+    # the default bounds: the next surge lands 0.3 of the target with LOW
+    # flushing, then its PGs flush HIGH, which evicts less clean data per
+    # flush), in a burst and while idle alike, and is not relaxed while
+    # idle; dirty keeps its own rule (the idle drain to its floor).
+    assert OVERRUN_LOW_LANDING == pytest.approx(0.3)
     for state, extra in (('idle', {'idle_for': 300.0}), ('burst', {'short': 2e9}),
                          ('steady', {'short': 40e6})):
         model = make_model(state=state, burst_bytes=150 * GiB, **extra)
-        held = decide(make_input(model, ratios=Ratios(0.1, 0.3, 0.9)))
+        held = decide(make_input(model, ratios=Ratios(0.1, 0.4, 0.9)))
         assert held.numbers['surge_overflows'] is True, state
-        assert held.recommended.dirty_high == pytest.approx(0.3), state
+        assert held.recommended.dirty_high == pytest.approx(0.4), state
+        assert held.next == held.current, state
         moving = decide(make_input(model))           # from Ceph's 0.4/0.6/0.8
-        assert moving.recommended.dirty_high < 0.6, state
-        assert any('overrun the cache' in r and 'flush HIGH' in r for r in moving.reasons), state
+        assert moving.recommended.dirty_high == pytest.approx(0.4), state
+        assert moving.next.dirty_high < 0.6, state
+        assert any('overrun the cache' in r and 'flush HIGH once 0.30 of the target' in r
+                   for r in moving.reasons), state
+        # From the old floor (0.3) it comes up to 0.4 while surges still overrun.
+        lower = decide(make_input(model, ratios=Ratios(0.1, 0.3, 0.9)))
+        assert lower.recommended.dirty_high == pytest.approx(0.4), state
     idle = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB, idle_for=300.0),
-                             ratios=Ratios(0.1, 0.3, 0.9)))
+                             ratios=Ratios(0.1, 0.4, 0.9)))
     assert idle.recommended.dirty == pytest.approx(0.1)
-    # The floor is the higher of the two bounds.
-    for bounds, want in ((Bounds(dirty_high_ratio_min=0.4), 0.4),
-                         (Bounds(dirty_ratio_min=0.35), 0.35)):
+    # It follows the operator's dirty floor, and never goes under
+    # dirty_high's floor.
+    for bounds, want in ((Bounds(dirty_high_ratio_min=0.5), 0.5),
+                         (Bounds(dirty_ratio_min=0.35), 0.65),
+                         (Bounds(dirty_ratio_min=0.35, dirty_high_ratio_max=0.5), 0.5)):
         dec = decide(make_input(make_model(state='idle', burst_bytes=150 * GiB), bounds=bounds,
                                 ratios=Ratios(0.35, 0.45, 0.9)))
-        assert dec.recommended.dirty_high == pytest.approx(want)
+        assert dec.recommended.dirty_high == pytest.approx(want), bounds
     # A burst that fits once drained (85 GiB) is not an overrun: idle,
     # dirty_high goes back up to mid-range.
     fits = decide(make_input(make_model(state='idle', burst_bytes=85 * GiB, idle_for=300.0),
                              ratios=Ratios(0.1, 0.3, 0.9)))
     assert fits.numbers['surge_overflows'] is False
-    assert fits.recommended.dirty_high > 0.3
+    assert fits.recommended.dirty_high > 0.4
 
 
 def test_a_run_throttled_by_the_cache_still_counts_at_its_mean_rate():
