@@ -68,10 +68,11 @@ READ_CACHE_DIRTY_MAX = 0.01
 # flushing, which evicts more clean objects per completed flush (room
 # opens fast while the surge fills the cache), before its PGs flush HIGH,
 # which evicts fewer (clean data lasts into the FULL spells, where a
-# blocked write waits for one).  0.2 (dirty_high at its default floor,
-# 0.3) cost on surges that only just overrun the cache, and more the
-# faster the cache against the base; 0.3 kept the gain on surges several
-# times the cache.  bench-results/cluster/overrun-floor.md.
+# blocked write waits for one).  On the simulator 0.2 (dirty_high at its
+# default floor, 0.3) cost on surges that only just overrun the cache,
+# the more the faster the cache against the base, and 0.3 kept most of
+# the gain on surges several times the cache; on the local cluster the two
+# were level on both.  bench-results/cluster/overrun-floor.md.
 OVERRUN_LOW_LANDING = 0.3
 
 # Recommended ratios are rounded to hundredths (then re-clamped and
@@ -300,9 +301,9 @@ def _law(inp: ControllerInput) -> _Law:
     # On the local cluster (overflow-4m-fio-cluster, its second bench, the
     # first tiertune acts on; bench-results/cluster/overrun-rule.md)
     # dirty_high at its floor (0.3) gave p99 write 6.5 s against 8.6
-    # without the rule (means of 4 and 5 runs); that floor cost on a bench
-    # that only just overruns the cache, which 0.4 does not
-    # (bench-results/cluster/overrun-floor.md).  Holding dirty at the same
+    # without the rule (means of 4 and 5 runs); 0.4 was level with it there
+    # and gains on the simulator where a surge only just overruns the
+    # cache (bench-results/cluster/overrun-floor.md).  Holding dirty at the same
     # level as well lost on the cluster: it stops the rests' drain (31
     # MiB/s, p99 10.0 s).
     if overflows:
