@@ -27,6 +27,13 @@ from simulator.workload import Timeline, all_key_counts, make_bins
 STEP_S = 1.0
 # Series in the record are aggregated to at most this many rows.
 SERIES_ROWS = 1500
+# Ticks the module runs over the idle, empty tier before the workload
+# starts (see simulate).  Two give it one idle interval and no fitted model:
+# it meets the workload as an operator's module meets the first load after
+# `ceph tiertune mode <pool> on` (the cluster backend turns it on at t=0).
+# More (tools/bench/warm_start.py) let it fit the idle tier and act on it
+# first, as a module enabled long before the load would.
+LEAD_IN_TICKS = 2
 # Clairvoyant: the dirty ratio's floor and ceiling are tiertune's default
 # bounds, so the reference plays by the same limits.
 CLAIRVOYANT_FLOOR, CLAIRVOYANT_CEILING = 0.1, 0.6
@@ -79,9 +86,13 @@ def _columns(lat: List[Tuple[float, float]]) -> Tuple[np.ndarray, np.ndarray]:
 
 def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
              log: Callable[[str], None] = lambda m: None,
-             observe: Optional[Callable[[float, TierSim], None]] = None) -> RunRecord:
+             observe: Optional[Callable[[float, TierSim], None]] = None,
+             lead_in_ticks: int = LEAD_IN_TICKS) -> RunRecord:
     """observe(t, sim), if given, sees the tier after each step (t: the
-    step's end), for traces the record does not keep (full_spells.py)."""
+    step's end), for traces the record does not keep (full_spells.py).
+    lead_in_ticks: tiertune's ticks over the idle tier before t=0."""
+    if lead_in_ticks < 1:
+        raise ValueError(f'lead_in_ticks must be at least 1, got {lead_in_ticks}')
     if policy.kind == 'best-static':
         raise PolicyError('best-static is a search over static runs (see run.py)')
     started = time.process_time()
@@ -105,11 +116,11 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
                                 promote_bytes_s=tier.promote_max_mib_s_per_osd * MiB, log=log)
     next_tick = 0.0
     if driver is not None:
-        # The module runs before the workload starts, as on a cluster (where
-        # it is enabled with the mgr, long before): two ticks of the idle
-        # tier give it one idle interval, so a first burst starting at t=0
-        # is seen to start, not taken for one already under way.
-        for k in (2, 1):
+        # The module runs before the workload starts: with the default two
+        # ticks of the idle tier it has one idle interval, so a first burst
+        # starting at t=0 is seen to start, not taken for one already under
+        # way; with more it may fit the idle tier and move the ratios.
+        for k in range(lead_in_ticks, 0, -1):
             driver.tick(mono=-k * TIERTUNE_SLEEP_INTERVAL_S,
                         wall=1.7e9 - k * TIERTUNE_SLEEP_INTERVAL_S)
     # What the run starts from (the ticks before it may already have moved them).
@@ -197,6 +208,8 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
                 'pg_num': sc.pg_num,
                 'cache_osds': sim.osds, 'cpu_s': round(time.process_time() - started, 2),
                 'tiertune_sleep_interval_s': TIERTUNE_SLEEP_INTERVAL_S,
+                'tiertune_lead_in_s': (lead_in_ticks * TIERTUNE_SLEEP_INTERVAL_S
+                                       if driver is not None else 0.0),
                 'tiertune_settings': dict(TIERTUNE_SETTINGS)})
 
 
