@@ -31,7 +31,7 @@ HELD_OUT ?= 10
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
-	bench-agent-pacing bench-agent-priority bench-full-spells
+	bench-agent-pacing bench-agent-priority bench-full-spells bench-warm-start
 
 check: deps-test lint unit standalone
 
@@ -111,6 +111,12 @@ bench-full-spells: deps-test
 	$(PYTHON) tools/bench/full_spells.py \
 	    --scenario tools/bench/scenarios/cluster/bursty-write-fits.yaml \
 	    --out $(BENCH_CLUSTER_DIR)/full-spells.md --workdir /tmp/tiertune-bench
+
+# tiertune started 20 s (the suite's protocol) and 90 s before the
+# workload, beside Ceph's defaults and best-static's seed-0 pick, on PG
+# spreads 0-4 (about 20 min on 2 cores).
+bench-warm-start: deps-test
+	$(PYTHON) tools/bench/warm_start.py --lead-ticks 2,9 --seeds 5
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:

@@ -20,8 +20,9 @@ of run.best_static, searched on seed 0 as make bench-sim does).
 It prints, per scenario, the primary metric (run.primary_metric) of each
 column as the mean over the seeds, with the p99 write after the first
 repeat where the scenario repeats writes; for each lead, the ratios the
-module holds when the workload starts (seed 0) and on how many seeds it is
-at least as good as the pick (make bench-sim's PASS rule).
+module holds when the workload starts (seed 0), on how many seeds it is
+at least as good as the pick, and seed 0's figures with make bench-sim's
+verdict (its PASS rule; best-static is judged on seed 0).
 
 The lead is the only difference between tiertune's columns: the same
 module code, the same simulator, the same seed.
@@ -164,9 +165,12 @@ def report(results: Sequence[ScenarioRuns], leads: Sequence[int], seeds: int) ->
             wins = sum(bool(_better_or_equal(a.primary, b.primary, lower))
                        for a, b in zip(tt, pick, strict=True))
             d, h, f = tt[0].start
+            seed0 = _better_or_equal(tt[0].primary, pick[0].primary, lower)
             notes.append(f'- {r.sc.name}, {column(v)}: starts the workload at '
                          f'{d:g}/{h:g}/{f:g}; at least as good as the pick '
-                         f'({r.pick}) on {wins} of {len(tt)} seeds')
+                         f'({r.pick}) on {wins} of {len(tt)} seeds; seed 0 '
+                         f'{tt[0].primary:.6g} against {pick[0].primary:.6g} '
+                         f'({"PASS" if seed0 else "FAIL"})')
     return '\n'.join([*lines, '', *notes]) + '\n'
 
 

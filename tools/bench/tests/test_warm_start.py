@@ -60,4 +60,7 @@ def test_the_report_puts_each_lead_beside_the_defaults_and_the_pick() -> None:
     assert len(row) == 1 and row[0].count('|') == 6
     notes = [ln for ln in text.splitlines() if ln.startswith('- short-reads')]
     assert len(notes) == 2 and all(f'({r.pick})' in ln and 'of 1 seeds' in ln for ln in notes)
+    # Seed 0's figures, the pick's beside tiertune's, with the suite's verdict.
+    pick = r.runs['best-static pick'][0].primary
+    assert f'against {pick:.6g}' in notes[0] and notes[0].endswith(('(PASS)', '(FAIL)'))
     assert 'tiertune, lead 90 s' in notes[1]
