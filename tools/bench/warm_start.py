@@ -78,7 +78,7 @@ def _pick_job(sc: scn.Scenario) -> str:
     return str(run.best_static(sc, lambda m: None, seed=0).params['best_static'])
 
 
-# (scenario index, policy, seed, lead ticks)
+# (scenario, policy, seed, lead ticks)
 _RunJob = Tuple[scn.Scenario, str, int, int]
 
 
