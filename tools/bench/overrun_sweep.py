@@ -30,7 +30,6 @@ import contextlib
 import dataclasses
 import statistics
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -39,6 +38,7 @@ sys.path.insert(0, str(HERE))
 
 import policies  # noqa: E402
 import scenario as scn  # noqa: E402
+from seeds import map_jobs, nan_if_none  # noqa: E402
 from simulator.run import simulate  # noqa: E402
 
 CLUSTER_SCENARIOS = ('osiris-rados-bench-4m', 'overflow-4m-fio')
@@ -82,8 +82,7 @@ def run_one(sc: scn.Scenario, policy: str, landing: Optional[float], seed: int) 
         m = simulate(sc, policies.parse(policy), seed=seed).metrics
     after = m.get('write_lat_ms_p99_after_first')
     p99 = m.get('write_lat_ms_p99')
-    return (float('nan') if after is None else float(after),
-            float('nan') if p99 is None else float(p99))
+    return nan_if_none(after), nan_if_none(p99)
 
 
 def _job(job: Job) -> Figures:
@@ -120,11 +119,7 @@ def sweep(scs: Sequence[Tuple[str, scn.Scenario]], landings: Sequence[float], se
             work.append((label, sc, DEFAULTS, None, seed))
             for landing in landings:
                 work.append((label, sc, 'tiertune', landing, seed))
-    if jobs > 1:
-        with ProcessPoolExecutor(jobs) as ex:
-            results = list(ex.map(_job, work))
-    else:
-        results = [_job(j) for j in work]
+    results = map_jobs(_job, work, jobs)
     out: Dict[Tuple[str, str], List[Figures]] = {}
     for (label, _, _, value, _), fig in zip(work, results, strict=True):
         out.setdefault((label, column(value)), []).append(fig)

@@ -44,7 +44,7 @@ def meets_throughput_floor(throughput: float, defaults: float) -> bool:
     return throughput >= THROUGHPUT_FLOOR * defaults
 
 
-def _better_or_equal(a: Optional[float], b: Optional[float], lower: bool,
+def better_or_equal(a: Optional[float], b: Optional[float], lower: bool,
                      slack: float = 0.0) -> Optional[bool]:
     """a is at least as good as b, b given slack (a fraction of b)."""
     if a is None or b is None:
@@ -66,7 +66,7 @@ def checks(sc: Scenario, by_policy: Mapping[str, RunRecord]) -> List[str]:
     best = by_policy.get('best-static')
     if best is not None:
         b = best.metrics.get(key)
-        line(_better_or_equal(v, b, lower),
+        line(better_or_equal(v, b, lower),
              f'{key} tiertune {v} vs best-static ({best.params.get("best_static")}) {b}')
         out.extend(unconstrained_best(sc, best))
     dflt = by_policy.get(DEFAULT)
@@ -85,7 +85,7 @@ def checks(sc: Scenario, by_policy: Mapping[str, RunRecord]) -> List[str]:
     cv = by_policy.get('clairvoyant')
     if cv is not None:
         c = cv.metrics.get(key)
-        line(_better_or_equal(v, c, lower, CLAIRVOYANT_MARGIN),
+        line(better_or_equal(v, c, lower, CLAIRVOYANT_MARGIN),
              f'{key} tiertune {v} within {CLAIRVOYANT_MARGIN:.0%} of clairvoyant {c}')
     return out
 
@@ -123,7 +123,7 @@ def grid_rank(sc: Scenario, by_policy: Mapping[str, RunRecord]) -> List[str]:
                     reverse=not lower)
     if not scores:
         return []
-    beaten = sum(1 for s in scores if _better_or_equal(v, s, lower))
+    beaten = sum(1 for s in scores if better_or_equal(v, s, lower))
     return [f'info tiertune on the static grid: {key} {v:.4g} is at least as good as '
             f'{beaten} of the {len(scores)} static settings best-static tried '
             f'(theirs: best {scores[0]:.4g}, median {scores[len(scores) // 2]:.4g}, '

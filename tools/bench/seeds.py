@@ -135,19 +135,19 @@ def _ratios3(r: Sequence[float]) -> Ratios3:
     return (float(d), float(h), float(f))
 
 
-def _nan_if_none(v: Optional[float]) -> float:
+def nan_if_none(v: Optional[float]) -> float:
     return float('nan') if v is None else float(v)
 
 
 def _primary(rec: 'run.RunRecord', sc: scn.Scenario) -> float:
-    return _nan_if_none(rec.metrics.get(run.primary_metric(sc)[0]))
+    return nan_if_none(rec.metrics.get(run.primary_metric(sc)[0]))
 
 
 def _primary_and_after_first(sc: scn.Scenario, policy: policies.PolicySpec,
                              seed: int) -> Tuple[float, float]:
     from simulator.run import simulate
     rec = simulate(sc, policy, seed=seed)
-    return _primary(rec, sc), _nan_if_none(rec.metrics.get('write_lat_ms_p99_after_first'))
+    return _primary(rec, sc), nan_if_none(rec.metrics.get('write_lat_ms_p99_after_first'))
 
 
 def seed_run(sc: scn.Scenario, seed: int) -> SeedRun:
@@ -159,7 +159,7 @@ def seed_run(sc: scn.Scenario, seed: int) -> SeedRun:
     assert pick is not None
     tt, tt_after_first = _primary_and_after_first(sc, policies.parse('tiertune'), seed)
     return SeedRun(grid=grid, pick=pick, tiertune=tt, tiertune_after_first=tt_after_first,
-                   grid_after_first={_ratios3(t['ratios']): _nan_if_none(t.get('after_first'))
+                   grid_after_first={_ratios3(t['ratios']): nan_if_none(t.get('after_first'))
                                      for t in best.params['grid']})
 
 
@@ -178,7 +178,7 @@ def _held_out_job(job: Tuple[scn.Scenario, int, Sequence[Ratios3]]) -> HeldOutRu
     return held_out_run(*job)
 
 
-def _map(fn: Callable[[_Job], _Result], work: Sequence[_Job], jobs: int) -> List[_Result]:
+def map_jobs(fn: Callable[[_Job], _Result], work: Sequence[_Job], jobs: int) -> List[_Result]:
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
             return list(ex.map(fn, work))
@@ -191,13 +191,13 @@ def scenario_seeds(scs: Sequence[scn.Scenario], seeds: int, jobs: int = 1,
     independent and deterministic, so the result does not depend on jobs.
     Then, once the picks are known, the held-out seeds."""
     work = [(sc, seed) for sc in scs for seed in range(seeds)]
-    done = _map(_seed_run_job, work, jobs)
+    done = map_jobs(_seed_run_job, work, jobs)
     out = [ScenarioSeeds(done[i * seeds:(i + 1) * seeds], run.primary_metric(sc)[1])
            for i, sc in enumerate(scs)]
     if held_out > 0:
         later = [(sc, seed, list(ss.picks().values())) for sc, ss in zip(scs, out, strict=True)
                  for seed in range(seeds, seeds + held_out)]
-        runs = _map(_held_out_job, later, jobs)
+        runs = map_jobs(_held_out_job, later, jobs)
         for i, ss in enumerate(out):
             ss.held_out = runs[i * held_out:(i + 1) * held_out]
     return out

@@ -32,10 +32,9 @@ import argparse
 import math
 import statistics
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Dict, List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -43,15 +42,14 @@ sys.path.insert(0, str(HERE))
 import policies  # noqa: E402
 import run  # noqa: E402
 import scenario as scn  # noqa: E402
-from report import _better_or_equal  # noqa: E402
+from report import better_or_equal  # noqa: E402
+from seeds import map_jobs, nan_if_none  # noqa: E402
 from simulator.run import LEAD_IN_TICKS, simulate  # noqa: E402
 
 DEFAULT_LEADS = (LEAD_IN_TICKS, 9)
 DEFAULTS = 'static:0.4,0.6,0.8'
 
 Ratios3 = Tuple[float, float, float]
-_Job = TypeVar('_Job')
-_Result = TypeVar('_Result')
 
 
 @dataclass(frozen=True)
@@ -61,16 +59,12 @@ class Figures:
     start: Ratios3                   # the pool's ratios when the workload starts
 
 
-def _nan_if_none(v: Optional[float]) -> float:
-    return float('nan') if v is None else float(v)
-
-
 def figures(sc: scn.Scenario, policy: str, seed: int,
             lead_ticks: int = LEAD_IN_TICKS) -> Figures:
     rec = simulate(sc, policies.parse(policy), seed=seed, lead_in_ticks=lead_ticks)
     r0 = rec.ratio_changes[0]
-    return Figures(_nan_if_none(rec.metrics.get(run.primary_metric(sc)[0])),
-                   _nan_if_none(rec.metrics.get('write_lat_ms_p99_after_first')),
+    return Figures(nan_if_none(rec.metrics.get(run.primary_metric(sc)[0])),
+                   nan_if_none(rec.metrics.get('write_lat_ms_p99_after_first')),
                    (r0['dirty'], r0['dirty_high'], r0['full']))
 
 
@@ -87,13 +81,6 @@ def _run_job(job: _RunJob) -> Figures:
     return figures(sc, policy, seed, lead)
 
 
-def _map(fn: Callable[[_Job], _Result], work: Sequence[_Job], jobs: int) -> List[_Result]:
-    if jobs > 1 and len(work) > 1:
-        with ProcessPoolExecutor(jobs) as ex:
-            return list(ex.map(fn, work))
-    return [fn(w) for w in work]
-
-
 def column(lead: int) -> str:
     return f'tiertune, lead {lead * policies.TIERTUNE_SLEEP_INTERVAL_S:g} s'
 
@@ -107,7 +94,7 @@ class ScenarioRuns:
 
 def measure(scs: Sequence[scn.Scenario], leads: Sequence[int], seeds: int,
             jobs: int) -> List[ScenarioRuns]:
-    picks = _map(_pick_job, list(scs), jobs)
+    picks = map_jobs(_pick_job, list(scs), jobs)
     work: List[_RunJob] = []
     keys: List[Tuple[int, str]] = []
     for i, (sc, pick) in enumerate(zip(scs, picks, strict=True)):
@@ -118,7 +105,7 @@ def measure(scs: Sequence[scn.Scenario], leads: Sequence[int], seeds: int,
                 work.append((sc, policy, seed, lead))
                 keys.append((i, name))
     out = [ScenarioRuns(sc, pick, {}) for sc, pick in zip(scs, picks, strict=True)]
-    for (i, name), fig in zip(keys, _map(_run_job, work, jobs), strict=True):
+    for (i, name), fig in zip(keys, map_jobs(_run_job, work, jobs), strict=True):
         out[i].runs.setdefault(name, []).append(fig)
     return out
 
@@ -162,10 +149,10 @@ def report(results: Sequence[ScenarioRuns], leads: Sequence[int], seeds: int) ->
         pick = r.runs['best-static pick']
         for v in leads:
             tt = r.runs[column(v)]
-            wins = sum(bool(_better_or_equal(a.primary, b.primary, lower))
+            wins = sum(bool(better_or_equal(a.primary, b.primary, lower))
                        for a, b in zip(tt, pick, strict=True))
             d, h, f = tt[0].start
-            seed0 = _better_or_equal(tt[0].primary, pick[0].primary, lower)
+            seed0 = better_or_equal(tt[0].primary, pick[0].primary, lower)
             notes.append(f'- {r.sc.name}, {column(v)}: starts the workload at '
                          f'{d:g}/{h:g}/{f:g}; at least as good as the pick '
                          f'({r.pick}) on {wins} of {len(tt)} seeds; seed 0 '
