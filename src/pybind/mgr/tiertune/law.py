@@ -444,9 +444,14 @@ def _law(inp: ControllerInput) -> _Law:
         no_curve = (f'the hit curve explains too little (r2 '
                     f'{"-" if r2 is None else f"{r2:.2f}"} < {HIT_CURVE_MIN_R2:g})')
     # A surge needing less room than the recommended grid can express
-    # counts as none.
+    # counts as none.  Clients must have used the cache lately (a hit ratio
+    # over the recent window): a new, idle tier has seen no write surge
+    # either, and raising full there meets the first write surge with
+    # full at its ceiling, which the overrun rule then keeps (see there
+    # for what that cost on the local cluster).
+    clients_seen = _finite(hits.hit_ratio) is not None
     read_cache = (room_needed is not None and room_needed < RECOMMEND_GRID
-                  and dirty is not None and dirty < READ_CACHE_DIRTY_MAX)
+                  and dirty is not None and dirty < READ_CACHE_DIRTY_MAX and clients_seen)
     nums['read_cache'] = read_cache
     if overflows:
         # Lowering full for such a surge would only evict, ahead of time,
@@ -478,8 +483,8 @@ def _law(inp: ControllerInput) -> _Law:
         # scan-pollutes-hot-set kept full 0.8 for its first 100 s, and went
         # back to mid-range after the scan, as the hot set returned.
         want_f = ceiling
-        why = (f'no client write surge seen and almost no dirty data (dirty {_f(dirty or 0.0)}): '
-               f'a read cache')
+        why = (f'clients use the cache, with no write surge seen and almost no dirty data '
+               f'(dirty {_f(dirty or 0.0)}): a read cache')
         purpose = 'so it keeps as much clean data as allowed (room above full serves only writes)'
     elif no_curve is None and slope is not None:
         if slope > 0:

@@ -49,7 +49,8 @@ def _band(v):
 def make_model(*, fitted=True, why_not=None, state='steady', short=0.0, long=None,
                idle_for=0.0, burst_bytes=None, burst_seconds=None, bursts_seen=None,
                evict_bps=0.0, clean=30 * GiB, headroom=50 * GiB, slope=None,
-               too_thin='too few points', ttf=None, ttdh=None, r2=0.8, base_client=0.0):
+               too_thin='too few points', ttf=None, ttdh=None, r2=0.8, base_client=0.0,
+               hit_ratio=0.5):
     if slope is not None and too_thin == 'too few points':
         too_thin = None
     return PoolModel(
@@ -61,7 +62,7 @@ def make_model(*, fitted=True, why_not=None, state='steady', short=0.0, long=Non
                            else bursts_seen, base_client_bps=base_client),
         flush=FlushModel(per_pg_low_bps=None, per_pg_high_bps=None, r2=None, points=0),
         evict=EvictModel(evict_bps=evict_bps, clean_bytes=clean, headroom_bytes=headroom),
-        hits=HitModel(hit_ratio=0.5, intercept=0.2 if slope is not None else None,
+        hits=HitModel(hit_ratio=hit_ratio, intercept=0.2 if slope is not None else None,
                       slope=slope, r2=r2 if slope is not None else None, points=12,
                       too_thin=too_thin),
         promote=PromoteGate(write_absorbed=None, read_absorbed=None, promote_ops_sec=0.0,
@@ -940,3 +941,16 @@ def test_a_read_cache_keeps_full_as_high_as_allowed():
     for model in (make_model(state='idle', burst_bytes=5 * GiB, slope=-0.5),
                   make_model(state='steady', short=20e6, slope=-0.5)):
         assert decide(make_input(model, dirty=0.0)).numbers['read_cache'] is False
+
+
+def test_a_tier_no_client_has_used_is_not_a_read_cache():
+    # A new, idle tier (no client ops in the recent window: no hit ratio)
+    # has seen no write surge either; full stays where it is, so the first
+    # write surge does not meet it raised to the ceiling.
+    dec = decide(make_input(make_model(state='idle', hit_ratio=None), fill=0.0, dirty=0.0))
+    assert dec.numbers['read_cache'] is False
+    assert dec.recommended.full == pytest.approx(0.8)
+    assert not any('a read cache' in r for r in dec.reasons)
+    # The same tier once clients read from it is one.
+    used = decide(make_input(make_model(state='idle', hit_ratio=0.0), fill=0.0, dirty=0.0))
+    assert used.numbers['read_cache'] is True and used.recommended.full == pytest.approx(0.9)
