@@ -31,7 +31,7 @@ HELD_OUT ?= 10
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
-	bench-agent-pacing bench-agent-priority bench-full-spells bench-warm-start
+	bench-agent-pacing bench-agent-priority bench-full-spells bench-warm-start bench-switch-time
 
 check: deps-test lint unit standalone
 
@@ -117,6 +117,11 @@ bench-full-spells: deps-test
 # spreads 0-4 (about 20 min on 2 cores).
 bench-warm-start: deps-test
 	$(PYTHON) tools/bench/warm_start.py --lead-ticks 2,9 --seeds 5
+
+# What the time of a ratio change costs on the two read scenarios (seconds).
+bench-switch-time: deps-test
+	$(PYTHON) tools/bench/switch_time.py --scenarios scan-pollutes-hot-set,zipf-read-large-working-set \
+		--at 1,10,20,30,40,50,60,90 --seeds 5
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:

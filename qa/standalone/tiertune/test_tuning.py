@@ -1,5 +1,6 @@
 """Tuning on a real cluster: warn recommends, on acts within bounds, state
-survives a mgr failover, reset restores.  One scenario, in order: each test
+survives a mgr failover, reset restores, a new idle tier is not taken for a
+read cache until clients read from it.  One scenario, in order: each test
 builds on the one before (pytest runs a file's tests in order)."""
 
 import errno
@@ -197,3 +198,79 @@ def test_reset_restores_the_baseline_and_returns_to_warn(cluster):
     time.sleep(3 * TICK_S)
     assert pool_ratios(cluster) == BASELINE
     assert tt_json(cluster, 'history', POOL)['history'][-1]['result'] == 'reset'
+
+
+NEW_BASE, NEW_CACHE = 'base-new', 'cache-new'
+
+
+def _ratios_of(c, pool):
+    d = c.ceph_json('osd', 'pool', 'get', pool, 'all')
+    return {'dirty': round(d['cache_target_dirty_ratio'], 4),
+            'dirty_high': round(d['cache_target_dirty_high_ratio'], 4),
+            'full': round(d['cache_target_full_ratio'], 4)}
+
+
+def _rados(c, *args, timeout=180):
+    p = subprocess.run(['rados', *args], env=c.env, capture_output=True, text=True,
+                       timeout=timeout)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_a_new_idle_tier_keeps_full_until_clients_read_from_it(cluster):
+    """Enabling tiertune on a tier no client has used: the idle drain may
+    lower dirty, but full stays where the operator set it (a first write
+    surge must not meet it raised); once clients read from the tier and
+    write nothing, it is a read cache and full goes to its ceiling."""
+    from localcluster.cluster import FAST_RULE, SLOW_RULE
+    c = cluster
+    c.create_pool(NEW_BASE, 8, SLOW_RULE)
+    c.create_pool(NEW_CACHE, 8, FAST_RULE)
+    try:
+        # objects for the readers, written before the overlay (straight to the base)
+        _rados(c, '-p', NEW_BASE, 'bench', '5', 'write', '-b', str(1 << 20), '-t', '4',
+               '--no-cleanup')
+        c.ceph('osd', 'tier', 'add', NEW_BASE, NEW_CACHE)
+        c.ceph('osd', 'tier', 'cache-mode', NEW_CACHE, 'writeback')
+        c.ceph('osd', 'tier', 'set-overlay', NEW_BASE, NEW_CACHE)
+        # a short hit_set_period: it is the rate limit between two changes
+        for var, val in (('hit_set_type', 'bloom'), ('hit_set_count', '2'),
+                         ('hit_set_period', '10'), ('target_max_bytes', str(128 << 20)),
+                         ('min_read_recency_for_promote', '1')):
+            c.ceph('osd', 'pool', 'set', NEW_CACHE, var, val)
+        c.wait_clean()
+        assert _ratios_of(c, NEW_CACHE) == BASELINE
+        tt(c, 'set', NEW_CACHE, 'min_interval_s', '0')
+        tt(c, 'mode', NEW_CACHE, 'on')
+
+        def fitted():
+            p = tt(c, 'eval', NEW_CACHE, '--format', 'json', check=False)
+            e = json.loads(p.stdout) if p.returncode == 0 else None
+            return e if e and e['model']['fitted'] else None
+        e = wait('a fitted model of the idle tier', fitted, 240, TICK_S)
+        assert e['model']['hits']['hit_ratio'] is None      # no client op yet
+        assert e['decision']['numbers']['read_cache'] is False
+        assert e['decision']['recommended']['full'] == BASELINE['full']
+        time.sleep(3 * TICK_S)
+        assert _ratios_of(c, NEW_CACHE)['full'] == BASELINE['full']
+
+        # clients read (rados bench's random reads, through the overlay)
+        _rados(c, '-p', NEW_BASE, 'bench', '30', 'rand', '-t', '4', timeout=240)
+
+        def read_cache_full():
+            r = _ratios_of(c, NEW_CACHE)
+            return r if r['full'] > BASELINE['full'] else None
+        r = wait('full raised for a read cache', read_cache_full, 120, TICK_S)
+        assert r['full'] == pytest.approx(0.9)       # full_ratio_max, the default bound
+        raised = [h for h in tt_json(c, 'history', NEW_CACHE)['history']
+                  if h['result'] == 'applied' and h['new']['full'] > h['old']['full']]
+        assert raised and 'a read cache' in raised[-1]['reason']
+    finally:
+        tt(c, 'mode', NEW_CACHE, 'off', check=False)
+        subprocess.run(['rados', '-p', NEW_CACHE, 'cache-flush-evict-all'], env=c.env,
+                       capture_output=True, timeout=120)
+        c.ceph('osd', 'tier', 'remove-overlay', NEW_BASE, check=False)
+        c.ceph('osd', 'tier', 'rm', NEW_BASE, NEW_CACHE, check=False)
+        for pool in (NEW_CACHE, NEW_BASE):
+            c.ceph('osd', 'pool', 'rm', pool, pool, '--yes-i-really-really-mean-it',
+                   check=False)
