@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE))
 
 import policies  # noqa: E402
 import scenario as scn  # noqa: E402
+from report import emit  # noqa: E402
 from seeds import map_jobs, nan_if_none  # noqa: E402
 from simulator.run import simulate  # noqa: E402
 
@@ -173,9 +174,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     a = p.parse_args(argv)
     scs = scenarios(a.cache_mib_s)
     text = report(scs, a.landing, a.seeds, sweep(scs, a.landing, a.seeds, a.jobs))
-    print(text, end='')
-    if a.out:
-        a.out.write_text(text)
+    emit(text, a.out)
     return 0
 
 

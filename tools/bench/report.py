@@ -1,6 +1,7 @@
 """A suite's records as a Markdown table, the issue's checks, and plots."""
 
 import math
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -289,3 +290,10 @@ def write_report(records: Sequence[RunRecord], scenarios: Dict[str, Scenario],
             plot(records, name, out_dir / f'{name}.png')
     print(md.read_text())
     return md
+
+
+def emit(text: str, out: Optional[Path]) -> None:
+    """A tool's Markdown report: to stdout, and to `out` if given."""
+    sys.stdout.write(text)
+    if out:
+        out.write_text(text)

@@ -37,7 +37,7 @@ bench).  Schema (sizes as 4MiB / 1GiB / plain bytes; durations in seconds):
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
@@ -282,3 +282,14 @@ SCENARIO_DIR = Path(__file__).resolve().parent / 'scenarios'
 
 def shipped() -> Dict[str, Path]:
     return {p.stem: p for p in sorted(SCENARIO_DIR.glob('*.yaml'))}
+
+
+def load_shipped(names: Sequence[str]) -> List[Scenario]:
+    """The shipped scenarios of these names (all of them if none), in order;
+    ScenarioError naming every unknown one."""
+    files = shipped()
+    names = list(names) or sorted(files)
+    unknown = [n for n in names if n not in files]
+    if unknown:
+        raise ScenarioError(f'unknown scenarios: {", ".join(unknown)}')
+    return [load(files[n]) for n in names]

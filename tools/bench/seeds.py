@@ -57,7 +57,7 @@ sys.path.insert(0, str(HERE))
 import policies  # noqa: E402
 import run  # noqa: E402
 import scenario as scn  # noqa: E402
-from report import meets_throughput_floor  # noqa: E402
+from report import emit, meets_throughput_floor  # noqa: E402
 
 DEFAULT_SEEDS = 5
 DEFAULTS = 'static:0.4,0.6,0.8'
@@ -360,9 +360,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (scn.ScenarioError, policies.PolicyError) as e:
         print(f'seeds.py: {e}', file=sys.stderr)
         return 2
-    print(text)
-    if a.out:
-        a.out.write_text(text + '\n')
+    emit(text + '\n', a.out)
     return 0
 
 

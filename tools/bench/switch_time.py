@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 import policies  # noqa: E402
 import run  # noqa: E402
 import scenario as scn  # noqa: E402
+from report import emit  # noqa: E402
 from seeds import map_jobs, nan_if_none  # noqa: E402
 from simulator.run import simulate  # noqa: E402
 from simulator.tier import TierSim  # noqa: E402
@@ -129,11 +130,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument('--jobs', type=int, default=2)
     p.add_argument('--out', type=Path)
     a = p.parse_args(argv)
-    shipped = scn.shipped()
-    names = [n for n in a.scenarios.split(',') if n]
-    unknown = [n for n in names if n not in shipped]
-    if unknown:
-        p.error(f'unknown scenarios: {", ".join(unknown)}')
     var, _, text = a.set.partition('=')
     if var not in RATIO_VARS:
         p.error(f'--set: VAR is one of {", ".join(RATIO_VARS)}')
@@ -149,12 +145,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         with_value(start, var, value)
     except ValueError as e:
         p.error(f'--set: {e}')
-    scs = [scn.load(shipped[n]) for n in names]
+    try:
+        scs = scn.load_shipped([n for n in a.scenarios.split(',') if n])
+    except scn.ScenarioError as e:
+        p.error(str(e))
     text = report(scs, measure(scs, start, var, value, a.at, a.seeds, a.jobs), start, var,
                   value, a.seeds)
-    print(text, end='')
-    if a.out:
-        a.out.write_text(text)
+    emit(text, a.out)
     return 0
 
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE))
 import policies  # noqa: E402
 import run  # noqa: E402
 import scenario as scn  # noqa: E402
-from report import better_or_equal  # noqa: E402
+from report import better_or_equal, emit  # noqa: E402
 from seeds import map_jobs, nan_if_none  # noqa: E402
 from simulator.run import LEAD_IN_TICKS, simulate  # noqa: E402
 
@@ -173,18 +173,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument('--jobs', type=int, default=2)
     p.add_argument('--out', type=Path)
     a = p.parse_args(argv)
-    shipped = scn.shipped()
-    names = [n for n in a.scenarios.split(',') if n] or sorted(shipped)
-    unknown = [n for n in names if n not in shipped]
-    if unknown:
-        p.error(f'unknown scenarios: {", ".join(unknown)}')
     if any(v < 1 for v in a.lead_ticks):
         p.error('--lead-ticks: each at least 1')
-    scs = [scn.load(shipped[n]) for n in names]
+    try:
+        scs = scn.load_shipped([n for n in a.scenarios.split(',') if n])
+    except scn.ScenarioError as e:
+        p.error(str(e))
     text = report(measure(scs, a.lead_ticks, a.seeds, a.jobs), a.lead_ticks, a.seeds)
-    print(text, end='')
-    if a.out:
-        a.out.write_text(text)
+    emit(text, a.out)
     return 0
 
 

@@ -136,3 +136,12 @@ def test_fio_writes_new_objects_in_each_repeat_of_a_sequential_write() -> None:
     # a random or read phase covers all its keys in every repeat (the same hot set)
     w = sc.from_dict(GOOD).phases[0]
     assert fio_jobs.key_slice(w, 1, 2) == (0, w.keys.count if w.keys else 0)
+
+
+def test_load_shipped_names_every_unknown_scenario_and_defaults_to_all():
+    every = sc.load_shipped([])
+    assert [x.name for x in every] == sorted(sc.shipped())
+    two = sc.load_shipped(['scan-pollutes-hot-set', 'bursty-write-fits'])
+    assert [x.name for x in two] == ['scan-pollutes-hot-set', 'bursty-write-fits']
+    with pytest.raises(sc.ScenarioError, match='unknown scenarios: nope, nada'):
+        sc.load_shipped(['bursty-write-fits', 'nope', 'nada'])

@@ -12,19 +12,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import policies
-import scenario as scn
 import switch_time
+from short_reads import SHORT_READS
 from simulator.run import simulate
 from simulator.tier import TierSim
 
-SHORT_READS = scn.from_dict({
-    'name': 'short-reads',
-    'description': 'zipf reads on a small cache, for switch_time.py',
-    'cache': {'target_max_bytes': '256MiB', 'pg_num': 8},
-    'object_size': '4MiB',
-    'phases': [{'name': 'hot', 'duration_s': 40, 'op': 'read', 'threads': 4,
-                'block_size': '64KiB', 'keys': {'dist': 'zipf', 'theta': 0.99, 'count': 80}}],
-})
 FULL = 'cache_target_full_ratio'
 
 

@@ -12,19 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import policies
-import scenario as scn
 import warm_start
+from short_reads import SHORT_READS
 from simulator.run import LEAD_IN_TICKS, simulate
-
-# 40 s of zipf reads on a small cache: short enough for best-static's grid.
-SHORT_READS = scn.from_dict({
-    'name': 'short-reads',
-    'description': 'zipf reads on a small cache, for warm_start.py',
-    'cache': {'target_max_bytes': '256MiB', 'pg_num': 8},
-    'object_size': '4MiB',
-    'phases': [{'name': 'hot', 'duration_s': 40, 'op': 'read', 'threads': 4,
-                'block_size': '64KiB', 'keys': {'dist': 'zipf', 'theta': 0.99, 'count': 80}}],
-})
 
 
 def test_a_long_lead_lets_the_module_act_on_the_idle_tier_before_the_workload() -> None:
