@@ -34,11 +34,9 @@ import run  # noqa: E402
 import scenario as scn  # noqa: E402
 from report import emit  # noqa: E402
 from seeds import map_jobs, nan_if_none  # noqa: E402
-from simulator.run import simulate  # noqa: E402
+from simulator.run import RATIO_VARS, simulate  # noqa: E402
 from simulator.tier import TierSim  # noqa: E402
 
-RATIO_VARS = ('cache_target_dirty_ratio', 'cache_target_dirty_high_ratio',
-              'cache_target_full_ratio')
 DEFAULT_AT = (1.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0)
 FROM_START = 0.0        # the row with the new value from t=0 (a static run)
 
@@ -49,7 +47,7 @@ _Job = Tuple[scn.Scenario, Ratios3, str, float, float, int]
 def with_value(start: Ratios3, var: str, value: float) -> Ratios3:
     """start with var set to value; ValueError unless dirty <= dirty_high <= full."""
     out = list(start)
-    out[RATIO_VARS.index(var)] = value
+    out[dict(RATIO_VARS)[var]] = value
     d, h, f = out
     if not 0.0 <= d <= h <= f <= 1.0:
         raise ValueError(f'{var}={value:g} on {start} breaks dirty <= dirty_high <= full')
@@ -131,8 +129,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument('--out', type=Path)
     a = p.parse_args(argv)
     var, _, text = a.set.partition('=')
-    if var not in RATIO_VARS:
-        p.error(f'--set: VAR is one of {", ".join(RATIO_VARS)}')
+    if var not in dict(RATIO_VARS):
+        p.error(f'--set: VAR is one of {", ".join(v for v, _ in RATIO_VARS)}')
     if len(a.start) != 3:
         p.error('--start: three ratios, dirty,dirty_high,full')
     if any(t <= FROM_START for t in a.at):

@@ -28,9 +28,9 @@ def tt_json(c, *args):
     return json.loads(tt(c, *args, '--format', 'json').stdout)
 
 
-def pool_ratios(c):
+def pool_ratios(c, pool=POOL):
     # `osd pool get` prints the ratios through a float: 0.4000000059604645
-    d = c.ceph_json('osd', 'pool', 'get', POOL, 'all')
+    d = c.ceph_json('osd', 'pool', 'get', pool, 'all')
     return {'dirty': round(d['cache_target_dirty_ratio'], 4),
             'dirty_high': round(d['cache_target_dirty_high_ratio'], 4),
             'full': round(d['cache_target_full_ratio'], 4)}
@@ -203,20 +203,6 @@ def test_reset_restores_the_baseline_and_returns_to_warn(cluster):
 NEW_BASE, NEW_CACHE = 'base-new', 'cache-new'
 
 
-def _ratios_of(c, pool):
-    d = c.ceph_json('osd', 'pool', 'get', pool, 'all')
-    return {'dirty': round(d['cache_target_dirty_ratio'], 4),
-            'dirty_high': round(d['cache_target_dirty_high_ratio'], 4),
-            'full': round(d['cache_target_full_ratio'], 4)}
-
-
-def _rados(c, *args, timeout=180):
-    p = subprocess.run(['rados', *args], env=c.env, capture_output=True, text=True,
-                       timeout=timeout)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
-
-
 def test_a_new_idle_tier_keeps_full_until_clients_read_from_it(cluster):
     """Enabling tiertune on a tier no client has used: the idle drain may
     lower dirty, but full stays where the operator set it (a first write
@@ -228,8 +214,8 @@ def test_a_new_idle_tier_keeps_full_until_clients_read_from_it(cluster):
     c.create_pool(NEW_CACHE, 8, FAST_RULE)
     try:
         # objects for the readers, written before the overlay (straight to the base)
-        _rados(c, '-p', NEW_BASE, 'bench', '5', 'write', '-b', str(1 << 20), '-t', '4',
-               '--no-cleanup')
+        c.run(['rados', '-p', NEW_BASE, 'bench', '5', 'write', '-b', str(1 << 20), '-t', '4',
+               '--no-cleanup'], timeout=180)
         c.ceph('osd', 'tier', 'add', NEW_BASE, NEW_CACHE)
         c.ceph('osd', 'tier', 'cache-mode', NEW_CACHE, 'writeback')
         c.ceph('osd', 'tier', 'set-overlay', NEW_BASE, NEW_CACHE)
@@ -239,7 +225,7 @@ def test_a_new_idle_tier_keeps_full_until_clients_read_from_it(cluster):
                          ('min_read_recency_for_promote', '1')):
             c.ceph('osd', 'pool', 'set', NEW_CACHE, var, val)
         c.wait_clean()
-        assert _ratios_of(c, NEW_CACHE) == BASELINE
+        assert pool_ratios(c, NEW_CACHE) == BASELINE
         tt(c, 'set', NEW_CACHE, 'min_interval_s', '0')
         tt(c, 'mode', NEW_CACHE, 'on')
 
@@ -252,13 +238,13 @@ def test_a_new_idle_tier_keeps_full_until_clients_read_from_it(cluster):
         assert e['decision']['numbers']['read_cache'] is False
         assert e['decision']['recommended']['full'] == BASELINE['full']
         time.sleep(3 * TICK_S)
-        assert _ratios_of(c, NEW_CACHE)['full'] == BASELINE['full']
+        assert pool_ratios(c, NEW_CACHE)['full'] == BASELINE['full']
 
         # clients read (rados bench's random reads, through the overlay)
-        _rados(c, '-p', NEW_BASE, 'bench', '30', 'rand', '-t', '4', timeout=240)
+        c.run(['rados', '-p', NEW_BASE, 'bench', '30', 'rand', '-t', '4'], timeout=240)
 
         def read_cache_full():
-            r = _ratios_of(c, NEW_CACHE)
+            r = pool_ratios(c, NEW_CACHE)
             return r if r['full'] > BASELINE['full'] else None
         r = wait('full raised for a read cache', read_cache_full, 120, TICK_S)
         assert r['full'] == pytest.approx(0.9)       # full_ratio_max, the default bound
@@ -267,8 +253,7 @@ def test_a_new_idle_tier_keeps_full_until_clients_read_from_it(cluster):
         assert raised and 'a read cache' in raised[-1]['reason']
     finally:
         tt(c, 'mode', NEW_CACHE, 'off', check=False)
-        subprocess.run(['rados', '-p', NEW_CACHE, 'cache-flush-evict-all'], env=c.env,
-                       capture_output=True, timeout=120)
+        c.run(['rados', '-p', NEW_CACHE, 'cache-flush-evict-all'], check=False)
         c.ceph('osd', 'tier', 'remove-overlay', NEW_BASE, check=False)
         c.ceph('osd', 'tier', 'rm', NEW_BASE, NEW_CACHE, check=False)
         for pool in (NEW_CACHE, NEW_BASE):
