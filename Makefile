@@ -31,7 +31,8 @@ HELD_OUT ?= 10
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
-	bench-agent-pacing bench-agent-priority bench-full-spells bench-warm-start bench-switch-time
+	bench-agent-pacing bench-agent-priority bench-full-spells bench-warm-start bench-switch-time \
+	bench-evict-rate
 
 check: deps-test lint unit standalone
 
@@ -99,6 +100,11 @@ bench-sim-seeds: deps-test
 # the cache's clean share, on fresh local clusters (about 2 min a share).
 bench-agent-pacing: deps-test
 	$(PYTHON) tools/bench/agent_pacing.py $(AGENT_PACING_ARGS)
+
+# How fast the OSD agent evicts clean objects when it has nothing to flush,
+# on fresh local clusters (about 5 min a run with the defaults).
+bench-evict-rate: deps-test
+	$(PYTHON) tools/bench/evict_rate.py $(EVICT_RATE_ARGS)
 
 # Which PGs the OSD agent flushes first: those that evict before those that
 # only flush?  On a fresh local cluster (about 2 min).

@@ -102,20 +102,20 @@ def set_ratios(c: LocalCluster, dirty: str, high: str, full: str) -> None:
         c.ceph('osd', 'pool', 'set', c.spec.cache_pool, var, val)
 
 
-def _dirty_objects(c: LocalCluster) -> int:
+def dirty_objects(c: LocalCluster) -> int:
     for p in c.ceph_json('df', 'detail')['pools']:
         if p['name'] == c.spec.cache_pool:
             return int(p['stats'].get('dirty', 0))
     raise KeyError(c.spec.cache_pool)
 
 
-def write_objects(c: LocalCluster, names: Sequence[str]) -> None:
-    """One OBJECT-sized object per name, all in flight at once."""
+def write_objects(c: LocalCluster, names: Sequence[str], size: int = OBJECT) -> None:
+    """One object of size bytes per name, all in flight at once."""
     cl = rados.Rados(conffile=str(c.conf))
     cl.connect()
     try:
         io = cl.open_ioctx(c.spec.base_pool)    # through the overlay, into the cache
-        data = b'\xa5' * OBJECT
+        data = b'\xa5' * size
         for comp in [io.aio_write_full(name, data) for name in names]:
             comp.wait_for_complete()
         io.close()
@@ -135,7 +135,7 @@ def one_share(workdir: Path, dirty_share: float, objects: int, high: bool) -> Di
         clean = objects - dirty
         write_objects(c, [f'clean-{i}' for i in range(clean)])
         set_ratios(c, '0', HELD_OFF[1], HELD_OFF[2])
-        c.wait_for('the clean part flushed', lambda: _dirty_objects(c) == 0, timeout=600,
+        c.wait_for('the clean part flushed', lambda: dirty_objects(c) == 0, timeout=600,
                    interval=2.0)
         set_ratios(c, *HELD_OFF)
         write_objects(c, [f'dirty-{i}' for i in range(dirty)])

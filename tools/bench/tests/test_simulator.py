@@ -23,6 +23,7 @@ from simulator.run import simulate  # noqa: E402
 from simulator.tier import (  # noqa: E402
     EVICT_FULL,
     EVICT_IDLE,
+    EVICT_OBJECTS_PER_S_PER_OSD,
     EVICT_SOME,
     FLUSH_HIGH,
     FLUSH_IDLE,
@@ -286,7 +287,7 @@ def test_the_agent_evicts_from_its_fullest_pgs_first():
     sim.choose_modes()
     assert sim.evict_mode[top] == EVICT_FULL and (sim.evict_mode[:top] == EVICT_SOME).all()
     before = sim.C.sum(axis=1)
-    sim.step(0.1, IDLE)
+    sim.step(0.02, IDLE)                     # less than the top PG has to evict
     took = before - sim.C.sum(axis=1)
     assert took[top] > 0 and np.allclose(took[:top], 0.0)
 
@@ -806,3 +807,28 @@ def test_agent_trace_reads_the_agents_debug_lines_per_pg(tmp_path, capsys):
     log.write_text('\n'.join(lines) + '\n')
     assert agent_trace.main(['osdlog', str(log)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].split() == ['all', '2', '1', '1', '1']
+
+
+@pytest.mark.parametrize('hit_set_count, passing', [(0, 1.0), (4, None)])  # None: the effort
+def test_without_hit_sets_every_clean_object_passes_the_evict_effort(hit_set_count, passing):
+    # agent_maybe_evict lets through the share of objects the effort asks
+    # for by temperature; with no hit sets every temperature is 0 and every
+    # clean object passes, so the agent evicts at its whole rate however
+    # little over the full ratio the PGs are (evict_rate.py measured it).
+    sc = short(cache={'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20,
+                      'hit_set_count': hit_set_count}, sim={'cache_osds': 1})
+    sim = new_sim(sc)
+    make_dirty(sim, 0.85)
+    sim.C[:], sim.D[:] = sim.D, 0.0          # all clean: no flushing, no pacing
+    sim.choose_modes()
+    effort = float(sim.effort.max())
+    assert sim.evict_mode.max() == EVICT_SOME and effort < 1.0
+    before = float((sim.m * sim.C.sum(axis=1)).sum())
+    dt = 0.01
+    sim.step(dt, IDLE)
+    took = before - float((sim.m * sim.C.sum(axis=1)).sum())
+    rate = EVICT_OBJECTS_PER_S_PER_OSD * dt
+    if passing is None:              # the effort's share, well under the whole rate
+        assert 0 < took <= rate * 0.5
+    else:
+        assert took == pytest.approx(rate * passing)
