@@ -37,7 +37,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -123,12 +123,28 @@ def write_objects(c: LocalCluster, names: Sequence[str], size: int = OBJECT) -> 
         cl.shutdown()
 
 
-def one_share(workdir: Path, dirty_share: float, objects: int, high: bool) -> Dict[str, Any]:
-    spec = ClusterSpec().with_overrides({
-        'target_max_bytes': str(TARGET), 'cache_pg_num': str(PG_NUM), 'hit_set_count': '0',
+def held_off_spec(target: int = TARGET) -> ClusterSpec:
+    """A tier of PG_NUM PGs and the target, no hit sets, no tiertune, the
+    ratios held off: the agent does nothing until the run sets them."""
+    return ClusterSpec().with_overrides({
+        'target_max_bytes': str(target), 'cache_pg_num': str(PG_NUM), 'hit_set_count': '0',
         'hit_set_period': '0', 'dirty_ratio': HELD_OFF[0], 'dirty_high_ratio': HELD_OFF[1],
         'full_ratio': HELD_OFF[2], 'bench_seconds': '0', 'enable_modules': ''})
-    c = LocalCluster(workdir, spec)
+
+
+def print_runs(runs: Iterable[Dict[str, Any]], report: Callable[[Dict[str, Any]], str],
+               json_path: Optional[Path]) -> None:
+    """Each run's report as it ends, and all runs so far to json_path."""
+    done: List[Dict[str, Any]] = []
+    for run in runs:
+        done.append(run)
+        print(report(run), flush=True)
+        if json_path:
+            json_path.write_text(json.dumps(done, indent=1))
+
+
+def one_share(workdir: Path, dirty_share: float, objects: int, high: bool) -> Dict[str, Any]:
+    c = LocalCluster(workdir, held_off_spec())
     try:
         c.start()
         dirty = int(round(objects * dirty_share))
@@ -184,12 +200,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument('--json', type=Path, default=None, help='also write the samples here')
     args = ap.parse_args(argv)
     base = args.dir or Path(tempfile.mkdtemp(prefix='agent-pacing-'))
-    runs = []
-    for k, share in enumerate(float(s) for s in args.dirty_shares.split(',')):
-        runs.append(one_share(base / f'share-{k}', share, args.objects, args.high))
-        print(report(runs[-1]), flush=True)
-        if args.json:
-            args.json.write_text(json.dumps(runs, indent=1))
+    shares = [float(s) for s in args.dirty_shares.split(',')]
+    print_runs((one_share(base / f'share-{k}', share, args.objects, args.high)
+                for k, share in enumerate(shares)), report, args.json)
     return 0
 
 

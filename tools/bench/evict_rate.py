@@ -35,7 +35,6 @@ usage: tools/bench/evict_rate.py [--object-kib 64] [--objects 15000] [--target-m
 """
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -47,15 +46,16 @@ sys.path.insert(0, str(HERE.parent))
 
 from agent_pacing import (  # noqa: E402
     HELD_OFF,
-    PG_NUM,
     TARGET,
     dirty_objects,
+    held_off_spec,
+    print_runs,
     set_ratios,
     write_objects,
 )
 from cluster_backend import cache_osds, osd_perf  # noqa: E402
 
-from localcluster import ClusterSpec, LocalCluster  # noqa: E402
+from localcluster import LocalCluster  # noqa: E402
 
 KiB = 1 << 10
 SAMPLE_S = 0.25
@@ -97,10 +97,7 @@ def running_rate(samples: Sequence[Dict[str, float]], osds: int) -> Optional[flo
 
 def one_run(workdir: Path, full: float, objects: int, size: int,
             target: int = TARGET) -> Dict[str, Any]:
-    spec = ClusterSpec().with_overrides({
-        'target_max_bytes': str(target), 'cache_pg_num': str(PG_NUM), 'hit_set_count': '0',
-        'hit_set_period': '0', 'dirty_ratio': HELD_OFF[0], 'dirty_high_ratio': HELD_OFF[1],
-        'full_ratio': HELD_OFF[2], 'bench_seconds': '0', 'enable_modules': ''})
+    spec = held_off_spec(target)
     room = spec.fast_osds * spec.memstore_bytes * MEMSTORE_USABLE
     if objects * size > room:
         # The memstore OSDs would fill and block the writes for good.
@@ -171,13 +168,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument('--json', type=Path, default=None, help='also write the samples here')
     args = ap.parse_args(argv)
     base = args.dir or Path(tempfile.mkdtemp(prefix='evict-rate-'))
-    runs = []
-    for k, full in enumerate(float(f) for f in args.full.split(',')):
-        runs.append(one_run(base / f'full-{k}', full, args.objects, args.object_kib * KiB,
-                            args.target_mib << 20))
-        print(report(runs[-1]), flush=True)
-        if args.json:
-            args.json.write_text(json.dumps(runs, indent=1))
+    fulls = [float(f) for f in args.full.split(',')]
+    print_runs((one_run(base / f'full-{k}', full, args.objects, args.object_kib * KiB,
+                        args.target_mib << 20) for k, full in enumerate(fulls)),
+               report, args.json)
     return 0
 
 

@@ -1,8 +1,12 @@
 """The agent-pacing measurement's arithmetic (pure: no cluster here; the
 measurement itself needs one and is run by hand, see its docstring)."""
 
+import json
 import sys
 from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -35,3 +39,25 @@ def test_report_prints_each_interval_and_the_ratio() -> None:
     text = ap.report(run)
     assert 'flushing HIGH' in text and '0.50' in text
     assert text.rstrip().endswith('2.00')
+
+
+def test_print_runs_prints_each_report_and_keeps_every_run_so_far(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / 'runs.json'
+    seen_in_file: List[int] = []
+
+    def runs() -> Iterator[Dict[str, Any]]:
+        for k in range(2):
+            yield {'k': k}
+            seen_in_file.append(len(json.loads(out.read_text())) if out.exists() else 0)
+
+    ap.print_runs(runs(), lambda r: f'run {r["k"]}', out)
+    assert capsys.readouterr().out.splitlines() == ['run 0', 'run 1']
+    assert seen_in_file == [1, 2]            # written after each run, not only at the end
+    assert json.loads(out.read_text()) == [{'k': 0}, {'k': 1}]
+
+
+def test_held_off_spec_keeps_the_agent_idle_and_the_tier_bare() -> None:
+    spec = ap.held_off_spec(4 << 30)
+    assert spec.target_max_bytes == 4 << 30 and spec.hit_set_count == 0
+    assert (spec.dirty_ratio, spec.dirty_high_ratio, spec.full_ratio) == (0.9, 0.95, 0.99)
