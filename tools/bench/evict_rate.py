@@ -22,7 +22,8 @@ tiertune):
      SAMPLE_S for WINDOW_S or until the agent has evicted nothing for
      STILL_S: tier_evict (objects evicted), agent_wake (agent_work calls)
      and tier_delay (passes over a PG that started nothing, after which
-     the agent leaves the PG for osd_agent_delay_time, 5 s).
+     the agent leaves the PG for osd_agent_delay_time, 5 s), in total and
+     per OSD.
 It prints each sample and two rates per cache OSD, both lower bounds: from
 the full ratio set to the last eviction (it includes the time the new OSD
 map takes to reach the OSDs, one to two seconds here), and between the
@@ -95,6 +96,20 @@ def running_rate(samples: Sequence[Dict[str, float]], osds: int) -> Optional[flo
     return final / (end - start) / max(osds, 1) if end > start else None
 
 
+def sample(t: float, start: Dict[int, Dict[str, int]],
+           now: Dict[int, Dict[str, int]]) -> Dict[str, Any]:
+    """One sample: the counters since the start, summed over the OSDs, and
+    each OSD's evictions and delays (osd order), which tell an OSD that
+    started late from one whose agent paused."""
+    osds = sorted(now)
+    out: Dict[str, Any] = {'t': t}
+    for k in COUNTERS:
+        out[k] = float(sum(now[o][k] - start[o][k] for o in osds))
+    out['evict_by_osd'] = [float(now[o]['tier_evict'] - start[o]['tier_evict']) for o in osds]
+    out['delay_by_osd'] = [float(now[o]['tier_delay'] - start[o]['tier_delay']) for o in osds]
+    return out
+
+
 def one_run(workdir: Path, full: float, objects: int, size: int,
             target: int = TARGET) -> Dict[str, Any]:
     spec = held_off_spec(target)
@@ -111,16 +126,15 @@ def one_run(workdir: Path, full: float, objects: int, size: int,
         c.wait_for('the objects flushed', lambda: dirty_objects(c) == 0, timeout=900,
                    interval=2.0)
         osds = cache_osds(c)
-        start = osd_perf(c, osds, COUNTERS)
+        start = {o: osd_perf(c, [o], COUNTERS) for o in osds}
         c.ceph('osd', 'pool', 'set', c.spec.cache_pool, 'cache_target_dirty_ratio', HELD_OFF[0])
         t0 = time.monotonic()
         c.ceph('osd', 'pool', 'set', c.spec.cache_pool, 'cache_target_full_ratio', f'{full:g}')
         samples: List[Dict[str, float]] = []
         moved_at = 0.0
         while time.monotonic() - t0 < WINDOW_S:
-            now = osd_perf(c, osds, COUNTERS)
-            samples.append({'t': time.monotonic() - t0,
-                            **{k: float(now[k] - start[k]) for k in now}})
+            now = {o: osd_perf(c, [o], COUNTERS) for o in osds}
+            samples.append(sample(time.monotonic() - t0, start, now))
             if len(samples) < 2 or samples[-1]['tier_evict'] > samples[-2]['tier_evict']:
                 moved_at = samples[-1]['t']
             elif samples[-1]['tier_evict'] > 0 and samples[-1]['t'] - moved_at > STILL_S:
@@ -132,15 +146,21 @@ def one_run(workdir: Path, full: float, objects: int, size: int,
         c.stop()
 
 
+def _by_osd(values: Sequence[float]) -> str:
+    return '/'.join(f'{v:.0f}' for v in values)
+
+
 def report(run: Dict[str, Any]) -> str:
     samples = run['samples']
     lines = [f'full {run["full"]:g}: {run["objects"]} clean objects of '
              f'{run["object_bytes"] // KiB} KiB in a {run.get("target", TARGET) >> 20} MiB '
              f'target over {run["osds"]} cache OSDs',
-             '       t  evicted  agent_work calls  agent delays']
-    # ('-': a run made before the script read tier_delay)
+             '       t  evicted  agent_work calls  agent delays  by OSD: evicted, delays']
+    # ('-': a run made before the script read tier_delay, or per OSD)
     lines += [f'  {s["t"]:6.2f}  {s["tier_evict"]:7.0f}  {s["agent_wake"]:16.0f}  '
               + (f'{s["tier_delay"]:12.0f}' if 'tier_delay' in s else f'{"-":>12}')
+              + (f'  {_by_osd(s["evict_by_osd"])}, {_by_osd(s["delay_by_osd"])}'
+                 if 'evict_by_osd' in s else '  -')
               for s in samples]
     rate = evict_rate(samples, run['osds'])
     under_way = running_rate(samples, run['osds'])

@@ -36,3 +36,14 @@ def test_report_prints_each_sample_and_both_rates() -> None:
     lines = text.splitlines()
     assert lines[-3].endswith(' 225') and lines[-2].endswith(' 450')
     assert lines[-1].endswith('call: 4.00')
+
+
+def test_a_sample_sums_the_osds_and_keeps_each_ones_evictions_and_delays() -> None:
+    zero = dict.fromkeys(er.COUNTERS, 0)
+    start = {0: dict(zero), 1: dict(zero, tier_evict=10)}
+    now = {0: dict(zero, tier_evict=30, agent_wake=8), 1: dict(zero, tier_evict=10, tier_delay=1)}
+    s = er.sample(1.5, start, now)
+    assert (s['t'], s['tier_evict'], s['agent_wake'], s['tier_delay']) == (1.5, 30.0, 8.0, 1.0)
+    assert s['evict_by_osd'] == [30.0, 0.0] and s['delay_by_osd'] == [0.0, 1.0]
+    run = {'full': 0.05, 'objects': 40, 'object_bytes': 4 << 20, 'osds': 2, 'samples': [s]}
+    assert '30/0, 0/1' in er.report(run)
