@@ -2,15 +2,16 @@
 """How fast the OSD agent evicts clean objects when it has nothing to flush,
 on a real local cluster.
 
-The simulator evicts, while an OSD has no flush in flight, effort x
-EVICT_OBJECTS_PER_S_PER_OSD objects a second (simulator/tier.py), a
-constant it assumed rather than measured.  Without flushes nothing paces
+The simulator evicts, while an OSD has no flush in flight,
+EVICT_OBJECTS_PER_S_PER_OSD objects a second (simulator/tier.py), times
+the effort where the pool has hit sets; until session 22 that constant
+was assumed, and this measured it.  Without flushes nothing paces
 OSDService::agent_entry: it calls PrimaryLogPG::agent_work on its top PG
 again as soon as the last call returns, and each call evicts up to
 osd_agent_max_ops objects of the ones it lists.  Without hit sets every
 clean object passes agent_maybe_evict's temperature test whatever the
 effort (all temperatures are 0, so the position test never refuses), so
-the effort should not slow it there.  This measures the rate.
+the effort should not slow it there.
 
 For each full ratio asked for, on a fresh cluster (tools/localcluster; a
 target of --target-mib (1 GiB unless told) over 8 PGs, no hit sets, no
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -71,16 +72,22 @@ COUNTERS = ('tier_evict', 'agent_wake', 'tier_delay', 'tier_clean')
 MEMSTORE_USABLE = 0.8
 
 
+def _all_evicted(samples: Sequence[Dict[str, float]]) -> Optional[Tuple[float, float]]:
+    """The evictions of the run and the time of the first sample that saw
+    them all; None if nothing was evicted."""
+    final = max((s['tier_evict'] for s in samples), default=0.0)
+    if final <= 0:
+        return None
+    return final, min(s['t'] for s in samples if s['tier_evict'] >= final)
+
+
 def evict_rate(samples: Sequence[Dict[str, float]], osds: int) -> Optional[float]:
     """Evictions a second per OSD from the start to the sample that saw the
     last eviction; None if nothing was evicted."""
-    last = None
-    for s in samples:
-        if last is None or s['tier_evict'] > last['tier_evict']:
-            last = s
-    if last is None or last['tier_evict'] <= 0 or last['t'] <= 0:
+    seen = _all_evicted(samples)
+    if seen is None or seen[1] <= 0:
         return None
-    return last['tier_evict'] / last['t'] / max(osds, 1)
+    return seen[0] / seen[1] / max(osds, 1)
 
 
 def running_rate(samples: Sequence[Dict[str, float]], osds: int) -> Optional[float]:
@@ -88,11 +95,11 @@ def running_rate(samples: Sequence[Dict[str, float]], osds: int) -> Optional[flo
     the ratio set) and the first that saw them all: all of them happened in
     that span, so a lower bound on the agent's rate under way that leaves
     out the map's delay up to that sample; None if nothing was evicted."""
-    final = max((s['tier_evict'] for s in samples), default=0.0)
-    if final <= 0:
+    seen = _all_evicted(samples)
+    if seen is None:
         return None
+    final, end = seen
     start = max((s['t'] for s in samples if s['tier_evict'] <= 0), default=0.0)
-    end = min(s['t'] for s in samples if s['tier_evict'] >= final)
     return final / (end - start) / max(osds, 1) if end > start else None
 
 
