@@ -26,6 +26,7 @@ import base64
 import binascii
 import json
 import operator
+import struct
 import zlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -53,6 +54,8 @@ def _row(sample: PoolSample, dirty: int) -> Tuple[int, ...]:
             int(sample.base is not None), *_get_counters(sample.counters), *base)
 
 
+_pack_row = struct.Struct(f'<{len(COLUMNS)}q').pack
+
 # One pool's rows as bytes, by the sample's mono: floats and bytes, which
 # the garbage collector does not track (a tick with 64 cache pools walks
 # what the module holds).
@@ -78,16 +81,9 @@ def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_
     samples are the same."""
     pool = entries[0][0].pool_id if entries else None
     old = cache if cache is not None else {}
-    missing = [(s, d) for s, d in entries if s.mono not in old]
-    if missing:
-        # one conversion for all new rows: per row it costs several times more
-        table = np.array([_row(s, d) for s, d in missing], dtype='<i8')
-        width = table.shape[1] * table.itemsize
-        raw = table.tobytes()
-        new = {s.mono: raw[i * width:(i + 1) * width] for i, (s, _) in enumerate(missing)}
-    else:
-        new = {}
-    rows = [old.get(s.mono) or new[s.mono] for s, _ in entries]
+    # struct packs a row of Python ints at half the cost of numpy's
+    # conversion of the same rows (the same int64 little-endian bytes).
+    rows = [old.get(s.mono) or _pack_row(*_row(s, d)) for s, d in entries]
     if cache is not None:
         kept = {s.mono: row for (s, _), row in zip(entries, rows, strict=True)}
         cache.clear()

@@ -119,14 +119,16 @@ class _Series:
     recent: slice = field(init=False, repr=False)
 
     def __post_init__(self, gains: np.ndarray) -> None:
-        newest = self.t[-1] if self.t.size else 0.0
-        # _weights for both horizons at once; elementwise, so each row is
-        # bit for bit what _weights gives it alone (and each row's sum what
-        # the row's own sum() gives: the same pairwise summation).
-        w = _weights(gains, self.t - newest, _HORIZONS)
-        self.short_w, self.long_w = w
-        self.short_total, self.long_total = np.add.reduce(w, axis=1).tolist()
-        self.recent = slice(int(self.t.searchsorted(newest - RECENT_WINDOW_S)), None)
+        # The figures depend on t and the gains alone, and the pools a tick
+        # fits were sampled at the same moments: most share them with the
+        # pool fitted before (see _Timing).
+        key = self.t.tobytes() + gains.tobytes()
+        timing = _last_timing
+        if timing is None or timing.key != key:
+            timing = _timing(key, self.t, gains)
+        self.short_w, self.long_w = timing.weights
+        self.short_total, self.long_total = timing.totals
+        self.recent = timing.recent
 
     def __len__(self) -> int:
         return int(self.t.size)
@@ -137,6 +139,36 @@ class _Series:
         if _nnz(known) == known.size:
             return self.recent
         return known & (self.t >= self.t[-1] - RECENT_WINDOW_S)
+
+
+@dataclass(frozen=True)
+class _Timing:
+    """A _Series' figures that depend only on its times and gains: the
+    weights (read-only: pools share them), their sums, the recent slice."""
+    key: bytes           # the t and gains rows' bytes
+    weights: Tuple[np.ndarray, np.ndarray]   # short, long
+    totals: Tuple[float, float]
+    recent: slice
+
+
+def _timing(key: bytes, t: np.ndarray, gains: np.ndarray) -> _Timing:
+    global _last_timing
+    newest = t[-1] if t.size else 0.0
+    # _weights for both horizons at once; elementwise, so each row is bit
+    # for bit what _weights gives it alone (and each row's sum what the
+    # row's own sum() gives: the same pairwise summation).
+    w = _weights(gains, t - newest, _HORIZONS)
+    w.flags.writeable = False
+    short_total, long_total = np.add.reduce(w, axis=1).tolist()
+    timing = _Timing(key, (w[0], w[1]), (short_total, long_total),
+                     slice(int(t.searchsorted(newest - RECENT_WINDOW_S)), None))
+    # One entry, replaced whole: a fit in another thread (a command's)
+    # reads either the old one or this, and checks its key either way.
+    _last_timing = timing
+    return timing
+
+
+_last_timing: Optional[_Timing] = None
 
 
 _INIT_FIELDS = tuple(f.name for f in dataclasses.fields(_Series) if f.init)

@@ -138,6 +138,31 @@ def test_series_is_read_only(burst):
     assert not s.active.flags.writeable
 
 
+def test_pools_sampled_together_share_weights_and_others_get_their_own(burst):
+    """A tick's pools were sampled at the same moments: their weights are
+    computed once.  A series with other times never gets them, and every
+    series' weights are what _weights gives its own rows."""
+    from tiertune import series
+    tier, samples = real_samples(burst)
+    a, b = PoolHistory(10), PoolHistory(10)
+    for s in samples[:10]:
+        a.add(s, 0)
+    for s in samples[2:12]:
+        b.add(s, 1)
+    first = models._series(list(a.entries), tier)
+    second = models._series(list(a.entries), tier)
+    assert second.short_w is first.short_w
+    other = models._series(list(b.entries), tier)
+    again = models._series(list(a.entries), tier)
+    for s in (first, other, again):
+        age = s.t - s.t[-1]
+        assert np.array_equal(s.short_w, series._weights(s.short_gain, age, series.SHORT_HORIZON_S))
+        assert np.array_equal(s.long_w, series._weights(s.long_gain, age, series.LONG_HORIZON_S))
+        assert (s.short_total, s.long_total) == (float(s.short_w.sum()), float(s.long_w.sum()))
+        assert not s.short_w.flags.writeable
+    assert not np.array_equal(other.short_w, first.short_w)
+
+
 # --- synthetic histories ----------------------------------------------------
 
 def make_tier(**kw):
