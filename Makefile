@@ -69,7 +69,7 @@ demo-stop:
 
 # What one tick costs as pools, cache pools and PGs grow (prints a table).
 bench-module-cost:
-	$(PYTHON) tools/bench/module_cost.py
+	$(PYTHON) tools/bench/module_cost.py $(MODULE_COST_ARGS)
 
 # One run: a JSON record (metrics, series, ratio changes) in OUT.
 bench: deps-test

@@ -14,7 +14,13 @@ Measured: CPU seconds per tick (time.process_time, median and p95 of
 (tracemalloc), and the get() calls one tick makes.  Not included: the mgr's
 own C++ work to build get('pool_stats') for Python, which is O(pools).
 
-usage: tools/bench/module_cost.py [--ticks N] [--history N] [--mode warn|on]
+The machine's speed moves from hour to hour (a shared VM: the same code
+measured 7.6 and 12.9 ms a few minutes apart), so each round also times a
+fixed reference (REFERENCE_LOOP, pure Python, about 70 ms on a quiet
+day), and --rounds N measures every row N times, round by round, printing
+the median of the rounds' medians with their range.
+
+usage: tools/bench/module_cost.py [--ticks N] [--history N] [--mode warn|on] [--rounds N]
 """
 
 import argparse
@@ -45,6 +51,9 @@ GRID = [  # (pools, cache pools, PGs)
     (1000, 1, 100_000),
 ]
 TICK_S = 30.0
+# Iterations of the reference loop: long enough to span a few scheduler
+# slices, short next to a round.
+REFERENCE_LOOP = 1_000_000
 
 
 def templates() -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any], Dict[str, Any]]:
@@ -130,26 +139,57 @@ def measure(n_pools: int, n_cache: int, n_pgs: int, history: int, ticks: int,
             'get_calls_per_tick': len(get.asked) / ticks}
 
 
+def reference_ms() -> float:
+    """CPU ms of a fixed pure-Python loop: the machine's speed just now."""
+    t0 = time.process_time()
+    acc = 0
+    for i in range(REFERENCE_LOOP):
+        acc += i * i
+    return (time.process_time() - t0) * 1000
+
+
+def summary(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """One grid row over its rounds: the median of the rounds' medians
+    and p95s, their range, and the rest from the first round."""
+    medians = sorted(r['tick_ms_median'] for r in runs)
+    return {**runs[0], 'tick_ms_median': statistics.median(medians),
+            'tick_ms_p95': statistics.median(r['tick_ms_p95'] for r in runs),
+            'tick_ms_median_range': [medians[0], medians[-1]], 'rounds': len(runs)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--ticks', type=int, default=20)
     ap.add_argument('--history', type=int, default=120)
     ap.add_argument('--mode', choices=('warn', 'on'), default='warn')
+    ap.add_argument('--rounds', type=int, default=1,
+                    help='measure every row this many times, round by round')
     ap.add_argument('--json', type=Path, help='also write the rows here')
     args = ap.parse_args()
     # Warm-up: the first run pays imports (numpy, the module) into its memory.
     measure(10, 1, 1000, 3, 1, args.mode)
-    rows = [measure(p, c, g, args.history, args.ticks, args.mode) for p, c, g in GRID]
+    rounds: List[List[Dict[str, Any]]] = []
+    references: List[float] = []
+    for _ in range(args.rounds):
+        references.append(reference_ms())
+        rounds.append([measure(p, c, g, args.history, args.ticks, args.mode) for p, c, g in GRID])
+    references.append(reference_ms())
+    rows = [summary(list(runs)) for runs in zip(*rounds, strict=True)]
     print(f'tiertune tick cost: {args.ticks} steady ticks after {args.history} samples per '
-          f'pool, mode {args.mode}, CPU by time.process_time')
-    print(f'{"POOLS":>6} {"CACHE":>6} {"PGS":>8} {"TICK MS (MEDIAN)":>17} {"P95":>7} '
-          f'{"HELD MIB":>9}  GET CALLS/TICK')
+          f'pool, mode {args.mode}, CPU by time.process_time, {args.rounds} round(s)')
+    print(f'reference loop ({REFERENCE_LOOP:,} iterations) before each round and after: '
+          + ', '.join(f'{r:.0f}' for r in references) + ' ms')
+    print(f'{"POOLS":>6} {"CACHE":>6} {"PGS":>8} {"TICK MS (MEDIAN)":>17} {"RANGE":>13} '
+          f'{"P95":>7} {"HELD MIB":>9}  GET CALLS/TICK')
     for r in rows:
+        lo, hi = r['tick_ms_median_range']
         print(f'{r["pools"]:>6} {r["cache_pools"]:>6} {r["pgs"]:>8} '
-              f'{r["tick_ms_median"]:>17.2f} {r["tick_ms_p95"]:>7.2f} {r["held_mib"]:>9.1f}  '
+              f'{r["tick_ms_median"]:>17.2f} {f"{lo:.2f}-{hi:.2f}":>13} '
+              f'{r["tick_ms_p95"]:>7.2f} {r["held_mib"]:>9.1f}  '
               f'{r["get_calls_per_tick"]:.0f} ({", ".join(r["get_calls"])})')
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+        args.json.write_text(json.dumps({'reference_ms': references, 'rows': rows,
+                                         'rounds': rounds}, indent=1))
     return 0
 
 

@@ -1,0 +1,35 @@
+"""The tick-cost benchmark's harness (its figures are printed by
+`make bench-module-cost`, never asserted): the synthetic state it builds,
+and what one steady tick asks of the mgr."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import module_cost as mc
+
+
+def test_synthetic_state_pairs_each_cache_pool_with_its_base_and_spreads_the_pgs() -> None:
+    state = mc.synthetic_state(n_pools=10, n_cache=3, n_pgs=1000)
+    pools = state['osd_map']['pools']
+    cache = [p for p in pools if p['cache_mode'] != 'none']
+    assert len(pools) == 10 and len(cache) == 3
+    for p in cache:
+        base = next(b for b in pools if b['pool'] == p['tier_of'])
+        assert base['tiers'] == [p['pool']] and base['read_tier'] == p['pool']
+    assert sum(p['pg_num'] for p in pools) == 1000
+    assert len(state['pool_stats']['pool_stats']) == 10
+
+
+def test_a_steady_tick_reads_pool_stats_once_and_nothing_else() -> None:
+    row = mc.measure(n_pools=12, n_cache=4, n_pgs=1200, history=6, ticks=3, mode='warn')
+    assert row['get_calls'] == ['pool_stats'] and row['get_calls_per_tick'] == 1
+    assert row['tick_ms_median'] > 0 and row['held_mib'] > 0
+
+
+def test_rounds_are_summarised_by_the_median_of_their_medians() -> None:
+    runs = [{'pools': 1, 'tick_ms_median': m, 'tick_ms_p95': 2 * m} for m in (9.0, 7.0, 8.0)]
+    row = mc.summary(runs)
+    assert row['tick_ms_median'] == 8.0 and row['tick_ms_median_range'] == [7.0, 9.0]
+    assert row['tick_ms_p95'] == 16.0 and row['rounds'] == 3
