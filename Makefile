@@ -30,6 +30,7 @@ SEEDS ?= 20
 HELD_OUT ?= 10
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
+	bench-tick-instructions \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
 	bench-agent-pacing bench-agent-priority bench-full-spells bench-warm-start bench-switch-time \
 	bench-evict-rate
@@ -70,6 +71,9 @@ demo-stop:
 # What one tick costs as pools, cache pools and PGs grow (prints a table).
 bench-module-cost:
 	$(PYTHON) tools/bench/module_cost.py $(MODULE_COST_ARGS)
+
+bench-tick-instructions:
+	$(PYTHON) tools/bench/tick_instructions.py $(TICK_INSTRUCTIONS_ARGS)
 
 # One run: a JSON record (metrics, series, ratio changes) in OUT.
 bench: deps-test

@@ -1,6 +1,7 @@
-"""The tick-cost benchmark's harness (its figures are printed by
-`make bench-module-cost`, never asserted): the synthetic state it builds,
-and what one steady tick asks of the mgr."""
+"""The tick-cost benchmarks' harness (their figures are printed by
+`make bench-module-cost` and `make bench-tick-instructions`, never
+asserted): the synthetic state, what one steady tick asks of the mgr, and
+how the instruction count is read."""
 
 import sys
 from pathlib import Path
@@ -33,3 +34,17 @@ def test_rounds_are_summarised_by_the_median_of_their_medians() -> None:
     row = mc.summary(runs)
     assert row['tick_ms_median'] == 8.0 and row['tick_ms_median_range'] == [7.0, 9.0]
     assert row['tick_ms_p95'] == 16.0 and row['rounds'] == 3
+
+
+def test_instruction_count_is_read_from_callgrinds_summary() -> None:
+    import tick_instructions as ti
+    err = ('==123== Events    : Ir\n==123== Collected : 7227429187\n==123==\n'
+           '==123== I   refs:      7,227,429,187\n')
+    assert ti.collected(err) == 7227429187
+    assert ti.collected('valgrind: command not found\n') is None
+
+
+def test_the_measured_program_fills_and_ticks_without_valgrind() -> None:
+    import tick_instructions as ti
+    assert ti.main(['--run-ticks', '2', '--pools', '6', '--cache-pools', '2', '--pgs', '600',
+                    '--history', '4']) == 0
