@@ -81,7 +81,6 @@ from .law import TYPICAL_BURST_S as TYPICAL_BURST_S
 from .law import ControllerInput, _law
 from .reasons import LABELS as LABELS
 from .reasons import _invalid_note, _Reasons, _reasons
-from .records import fast_init
 from .stepping import NAMES as NAMES
 from .stepping import RATIO_EPS as RATIO_EPS
 from .stepping import Ranges as Ranges
@@ -98,7 +97,6 @@ from .topology import Ratios
 ACTIONS = ('change', 'hold', 'none')
 
 
-@fast_init
 @dataclass(frozen=True)
 class Decision:
     action: str                      # 'change' | 'hold' | 'none'

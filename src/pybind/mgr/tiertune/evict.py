@@ -5,13 +5,11 @@ bytes at 100% of target, which the predictions use as well)."""
 from dataclasses import dataclass
 from typing import List, Optional
 
-from .records import fast_init
 from .sampling import AgentLevels
 from .series import _Series, _wmean
 from .topology import CacheTier
 
 
-@fast_init
 @dataclass(frozen=True)
 class EvictModel:
     evict_bps: float                 # smoothed evict bytes/s

@@ -8,7 +8,6 @@ from typing import List, Optional, Tuple
 # runtime one.  unused-ignore keeps this line clean wherever numpy is found.
 import numpy as np  # type: ignore[import-not-found, unused-ignore]
 
-from .records import fast_init
 from .series import MIB, _count, _nnz, _r2, _Series
 
 # --- flush -----------------------------------------------------------------
@@ -20,7 +19,6 @@ FLUSH_MIN_POINTS = 5
 FLUSH_PRIOR_HIGH_OVER_LOW = 2.0
 
 
-@fast_init
 @dataclass(frozen=True)
 class FlushModel:
     """Achieved flush bytes/s as a function of the PGs in flush low/high:

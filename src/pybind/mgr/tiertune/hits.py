@@ -8,7 +8,6 @@ from typing import Optional, Tuple
 # runtime one.  unused-ignore keeps this line clean wherever numpy is found.
 import numpy as np  # type: ignore[import-not-found, unused-ignore]
 
-from .records import fast_init
 from .series import _any, _count, _mean, _nnz, _r2, _Series
 
 # --- hits -------------------------------------------------------------------
@@ -20,7 +19,6 @@ HIT_MIN_POINTS = 10
 HIT_MIN_FILL_SPAN = 0.05
 
 
-@fast_init
 @dataclass(frozen=True)
 class HitModel:
     """Share of client ops the cache served itself (not proxied), against

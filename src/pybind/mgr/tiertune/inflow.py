@@ -11,7 +11,6 @@ from typing import Optional
 # runtime one.  unused-ignore keeps this line clean wherever numpy is found.
 import numpy as np  # type: ignore[import-not-found, unused-ignore]
 
-from .records import fast_init
 from .sampling import AgentLevels
 from .series import IDLE_FLOOR_BPS, _Series, _wmean
 from .topology import CacheTier
@@ -31,7 +30,6 @@ IDLE_AFTER_S = 20.0
 BURST_FACTOR = 2.0
 
 
-@fast_init
 @dataclass(frozen=True)
 class InflowModel:
     """Bytes per second becoming dirty in the cache: dirty growth plus what
@@ -54,7 +52,6 @@ class InflowModel:
     run_bps: Optional[float] = None
 
 
-@fast_init
 @dataclass(frozen=True)
 class _Runs:
     """Runs of consecutive intervals of inflow, quiet gaps shorter than

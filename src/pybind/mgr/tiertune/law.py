@@ -12,7 +12,6 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .bounds import OSD_AGENT_SLOP, Bounds, Knobs
 from .models import Band, PoolModel, idle_threshold_bps
-from .records import fast_init
 from .stepping import NAMES, RATIO_EPS, Triple, _clamp, _f, _triple, order_within, to_mon_grid
 from .topology import Ratios
 
@@ -86,7 +85,6 @@ RECOMMEND_GRID = 0.01
 TARGET_FROM_FRACTION_MIN = 0.01
 
 
-@fast_init
 @dataclass(frozen=True)
 class ControllerInput:
     now_s: float                     # monotonic seconds (the module's clock)

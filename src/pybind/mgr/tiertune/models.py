@@ -44,7 +44,6 @@ from .promote import MEANINGFUL_PROXIED_SHARE as MEANINGFUL_PROXIED_SHARE
 from .promote import PROMOTE_BYTES_STEP as PROMOTE_BYTES_STEP
 from .promote import THROTTLE_FRACTION as THROTTLE_FRACTION
 from .rates import HistoryEntry
-from .records import fast_init
 from .sampling import AgentLevels, agent_levels
 from .series import _SERIES_FIELDS as _SERIES_FIELDS
 from .series import _SERIES_MASKS as _SERIES_MASKS
@@ -71,7 +70,6 @@ ROUND_WHOLE_ABOVE = 1000.0
 ROUND_DIGITS = 4
 
 
-@fast_init
 @dataclass(frozen=True)
 class PoolModel:
     fitted: bool

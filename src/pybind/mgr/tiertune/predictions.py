@@ -9,7 +9,6 @@ from .evict import byte_budget
 from .flush import FlushModel
 from .inflow import IDLE_AFTER_S, InflowModel, _quiet_for
 from .rates import HistoryEntry
-from .records import fast_init
 from .sampling import AgentLevels
 from .series import _Series, _wstats, _wstd
 from .topology import CacheTier
@@ -20,7 +19,6 @@ from .topology import CacheTier
 BAND_SIGMAS = 1.0
 
 
-@fast_init
 @dataclass(frozen=True)
 class Band:
     """An estimate with an uncertainty band (low <= value <= high)."""
@@ -29,7 +27,6 @@ class Band:
     high: float
 
 
-@fast_init
 @dataclass(frozen=True)
 class Predictions:
     """Seconds until dirty reaches dirty_high (pool level) and until the

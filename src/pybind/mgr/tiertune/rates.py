@@ -4,7 +4,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Deque, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from .records import fast_init
 from .sampling import PoolSample
 
 # Shorter than this between samples and the counters (reported by OSDs every
@@ -12,7 +11,6 @@ from .sampling import PoolSample
 MIN_RATE_INTERVAL_S = 1.0
 
 
-@fast_init
 @dataclass(frozen=True)
 class Rates:
     interval_s: float
@@ -96,7 +94,6 @@ def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Tuple[float,
     return (d[0] * 1024, d[1], d[2] * 1024, d[3])
 
 
-@fast_init
 @dataclass(frozen=True)
 class HistoryEntry:
     sample: PoolSample

@@ -9,7 +9,6 @@ import operator
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Collection, Dict, Mapping, Optional, Tuple
 
-from .records import fast_init
 from .topology import CacheTier
 
 Getter = Callable[[str], Any]
@@ -24,7 +23,6 @@ TICK_SOURCES = ('osd_map', 'pool_stats')
 STORE_OVERHEAD_BYTES_PER_OBJECT = 300
 
 
-@fast_init
 @dataclass(frozen=True)
 class PoolCounters:
     """Sums of the pool's PG stat_sum; cumulative unless noted."""
@@ -71,7 +69,6 @@ CUMULATIVE_COUNTERS = ('num_flush', 'num_flush_kb', 'num_evict', 'num_evict_kb',
                        'num_promote', 'num_read', 'num_read_kb', 'num_write', 'num_write_kb')
 
 
-@fast_init
 @dataclass(frozen=True)
 class PoolSample:
     pool_id: int
@@ -84,7 +81,6 @@ class PoolSample:
     base: Optional[PoolCounters] = None
 
 
-@fast_init
 @dataclass(frozen=True)
 class AgentLevels:
     """Fill and dirty as the OSD agent computes them (agent_choose_mode), summed

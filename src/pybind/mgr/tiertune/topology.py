@@ -3,13 +3,10 @@
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional
 
-from .records import fast_init
-
 MICRO = 1_000_000
 POOL_TYPE_ERASURE = 3  # pg_pool_t::TYPE_ERASURE
 
 
-@fast_init
 @dataclass(frozen=True)
 class Ratios:
     dirty: float
