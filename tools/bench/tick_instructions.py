@@ -11,7 +11,10 @@ share PYTHONHASHSEED, so they differ only in the ticks (repeat runs agree
 to about 1%: addresses still vary).  Each run takes about a minute per 120
 filled ticks of 64 cache pools.  For comparing two versions of the module
 (run it in each tree); a count is not a time (numpy's calls and Python's
-differ in instructions per second).
+differ in instructions per second, and memory layout moves time without
+moving the count: a change that cut 8% of the instructions made the tick
+slower by turning every held value's inline attributes into a dict; check
+module_cost.py's held MiB and times too).
 
 usage: tools/bench/tick_instructions.py [--pools N] [--cache-pools N] [--pgs N]
            [--history N] [--ticks N]
