@@ -26,6 +26,16 @@ def test_status_json_describes_the_cache_pool(cluster):
         assert row[key] is not None, key
 
 
+def test_status_reports_what_the_real_mgrs_ticks_cost(cluster):
+    wait_row(cluster, 'a first sample', lambda r: r['samples'] >= 1)
+    tick = status(cluster)['tick']
+    assert tick['ticks'] >= 1 and tick['cache_pools'] == 1
+    # The serve thread's own CPU time: a tick that sampled did some work.
+    assert 0 < tick['cpu_ms_last'] <= tick['cpu_ms_max']
+    assert tick['wall_ms_last'] >= tick['cpu_ms_last'] * 0.5
+    assert cluster.ceph('tiertune', 'status').stdout.splitlines()[-1].startswith('last tick: ')
+
+
 def test_status_follows_an_overwrite_burst(cluster):
     before = wait_row(cluster, 'rates', lambda r: r['rates'] is not None)
     burst = subprocess.run([str(WORKUNITS / 'overwrite_burst.sh'), cluster.spec.base_pool,

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     import threading
 
     from .rates import HistoryBook
-    from .tuner import Effects, Tuner
+    from .tick_cost import TickCosts
+from .tuner import Effects, Tuner
 
 FORMATS = ('plain', 'json', 'json-pretty')
 
@@ -59,6 +60,7 @@ class Commands:
         _wake: threading.Event
         _tuner: Tuner
         _book: HistoryBook
+        _tick_costs: TickCosts
 
         def get(self, data_name: str) -> Any: ...
         def _save_settings_locked(self) -> None: ...
@@ -96,12 +98,15 @@ class Commands:
             if err:
                 return err
         rows = self.status_rows(osd_map, pool)
+        with self._lock:
+            tick = self._tick_costs.summary()
+            tick_line = self._tick_costs.line()
         if format != 'plain':
-            return HandleCommandResult(0, to_json({'mode': self._settings_mode(), 'pools': rows},
-                                                  format), '')
+            return HandleCommandResult(0, to_json({'mode': self._settings_mode(), 'pools': rows,
+                                                   'tick': tick}, format), '')
         if not rows:
             return HandleCommandResult(0, 'no cache tier pools\n', '')
-        return HandleCommandResult(0, format_table(rows), '')
+        return HandleCommandResult(0, format_table(rows) + tick_line + '\n', '')
 
     def status_rows(self, osd_map: Dict[str, Any],
                     pool: Optional[str] = None) -> List[Dict[str, Any]]:

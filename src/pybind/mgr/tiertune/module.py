@@ -21,6 +21,7 @@ from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
 from .state import Settings, history_from_json, history_to_json
+from .tick_cost import TickCosts
 from .topology import CacheTier, cache_tiers, cluster_flags, rule_osds, up_osds
 from .tuner import Effects, Tuner
 
@@ -80,6 +81,7 @@ class Module(Commands, MgrModule):
         self._drains = DrainEvents()
         self._loaded = False
         self._health: Dict[str, Any] = {}
+        self._tick_costs = TickCosts()
 
     # ----- options and persistence ------------------------------------------------
     def config_notify(self) -> None:
@@ -176,6 +178,15 @@ class Module(Commands, MgrModule):
 
     def tick(self, mono: Optional[float] = None, wall: Optional[float] = None) -> None:
         """Sample, fit, decide, act. mono/wall default to now (tests replay recorded times)."""
+        cpu0, wall0 = time.thread_time(), time.perf_counter()
+        try:
+            self._tick(mono, wall)
+        finally:
+            cpu, took = time.thread_time() - cpu0, time.perf_counter() - wall0
+            with self._lock:
+                self._tick_costs.record(cpu, took, len(self._tiers))
+
+    def _tick(self, mono: Optional[float], wall: Optional[float]) -> None:
         mono = time.monotonic() if mono is None else mono
         wall = time.time() if wall is None else wall
         self._load(mono, wall)

@@ -6,6 +6,7 @@ import errno
 import itertools
 import json
 
+import pytest
 from mgr_module import NotifyType
 
 from conftest import samples_by_phase
@@ -70,6 +71,27 @@ def test_status_json_has_every_field(burst, make_module):
     assert row['sample_age_s'] is not None and row['sample_age_s'] >= 0
 
 
+def test_status_reports_what_the_ticks_cost(burst, make_module):
+    m, get = make_module(burst['samples'][0]['inputs'])
+    assert json.loads(m._cmd_status(format='json').stdout)['tick'] is None
+    m, get = run_ticks(make_module, burst['samples'][:5])
+    tick = json.loads(m._cmd_status(format='json').stdout)['tick']
+    assert tick['ticks'] == 5 and tick['cache_pools'] == 1
+    assert 0 < tick['cpu_ms_last'] <= tick['cpu_ms_max']
+    assert tick['cpu_ms_median'] <= tick['cpu_ms_max'] and tick['wall_ms_last'] > 0
+    assert m._cmd_status().stdout.splitlines()[-1].startswith('last tick: ')
+
+
+def test_a_failed_tick_is_counted_too(burst, make_module):
+    m, get = make_module(burst['samples'][0]['inputs'])
+    def fail(*args, **kwargs):
+        raise RuntimeError('any error inside the tick')
+    m._tuner.step = fail
+    with pytest.raises(RuntimeError):
+        m.tick()
+    assert json.loads(m._cmd_status(format='json').stdout)['tick']['ticks'] == 1
+
+
 def test_status_before_the_first_tick_shows_settings_without_levels(burst, make_module):
     m, get = make_module(burst['samples'][0]['inputs'])
     (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
@@ -80,7 +102,8 @@ def test_status_before_the_first_tick_shows_settings_without_levels(burst, make_
 def test_status_plain_is_an_aligned_table(burst, make_module):
     m, get = run_ticks(make_module, burst['samples'])
     out = m._cmd_status().stdout
-    header, row = out.rstrip('\n').split('\n')
+    header, row, tick = out.rstrip('\n').split('\n')
+    assert tick.startswith('last tick: ')
     assert header.split('  ')[0] == 'POOL'
     for col in COLUMNS:
         assert col in header
@@ -124,7 +147,8 @@ def test_no_cache_pools(burst, make_module):
     m.tick()
     r = m._cmd_status()
     assert (r.retval, r.stdout) == (0, 'no cache tier pools\n')
-    assert json.loads(m._cmd_status(format='json').stdout) == {'mode': 'warn', 'pools': []}
+    out = json.loads(m._cmd_status(format='json').stdout)
+    assert (out['mode'], out['pools'], out['tick']['cache_pools']) == ('warn', [], 0)
     assert get.asked.count('pool_stats') == 0   # nothing to sample
 
 

@@ -1,0 +1,32 @@
+"""tick_cost.TickCosts: the figures `status` shows for tiertune's own ticks."""
+
+from tiertune.tick_cost import TICKS_KEPT, TickCosts
+
+
+def test_nothing_before_the_first_tick() -> None:
+    c = TickCosts()
+    assert c.summary() is None
+    assert c.line() == 'tiertune has not ticked yet'
+
+
+def test_last_median_and_max_over_the_ticks_kept() -> None:
+    c = TickCosts()
+    c.record(0.050, 0.5, 3)      # slides out below
+    for i in range(TICKS_KEPT):
+        c.record(0.001 * (i + 1), 0.002 * (i + 1), 64)
+    s = c.summary()
+    assert s is not None
+    assert s['ticks'] == TICKS_KEPT and s['cache_pools'] == 64
+    assert s['cpu_ms_last'] == TICKS_KEPT * 1.0 and s['wall_ms_last'] == TICKS_KEPT * 2.0
+    assert s['cpu_ms_max'] == TICKS_KEPT * 1.0        # the 50 ms tick is gone
+    assert abs(s['cpu_ms_median'] - (TICKS_KEPT + 1) / 2) < 1e-9
+    assert c.line() == (f'last tick: 20.0 ms CPU, 40.0 ms wall, 64 cache pools; median of the '
+                        f'last {TICKS_KEPT}: 10.5 ms CPU (max 20.0)')
+
+
+def test_one_pool_and_clock_noise() -> None:
+    c = TickCosts()
+    c.record(-1e-9, 0.003, 1)    # a clock read back to front counts as 0
+    s = c.summary()
+    assert s is not None and s['cpu_ms_last'] == 0.0
+    assert '1 cache pool;' in c.line()
