@@ -30,7 +30,7 @@ SEEDS ?= 20
 HELD_OUT ?= 10
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
-	bench-tick-instructions \
+	bench-tick-instructions bench-mgr-tick-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
 	bench-agent-pacing bench-agent-priority bench-full-spells bench-warm-start bench-switch-time \
 	bench-evict-rate
@@ -72,8 +72,15 @@ demo-stop:
 bench-module-cost:
 	$(PYTHON) tools/bench/module_cost.py $(MODULE_COST_ARGS)
 
+# The same tick's instructions, counted by callgrind (about 2.5 min):
+# comparable across hours, unlike CPU seconds on a shared VM.
 bench-tick-instructions:
 	$(PYTHON) tools/bench/tick_instructions.py $(TICK_INSTRUCTIONS_ARGS)
+
+# The tick inside a real ceph-mgr on a fresh local cluster, as tiertune's
+# own status reports it, at 1 and 64 cache pools (about 11 min).
+bench-mgr-tick-cost:
+	$(PYTHON) tools/bench/mgr_tick_cost.py $(MGR_TICK_COST_ARGS)
 
 # One run: a JSON record (metrics, series, ratio changes) in OUT.
 bench: deps-test

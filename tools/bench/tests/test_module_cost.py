@@ -48,3 +48,28 @@ def test_the_measured_program_fills_and_ticks_without_valgrind() -> None:
     import tick_instructions as ti
     assert ti.main(['--run-ticks', '2', '--pools', '6', '--cache-pools', '2', '--pgs', '600',
                     '--history', '4']) == 0
+
+
+def test_real_mgr_bench_builds_each_tier_in_the_order_the_mons_need() -> None:
+    import mgr_tick_cost as mtc
+    cmds = mtc.tier_commands(7, pg_num=2)
+    prefixes = [c['prefix'] for c in cmds]
+    # Both pools exist before the tier links them; the overlay comes after
+    # the cache mode, and the hit sets and target go on the cache pool.
+    assert prefixes[:4] == ['osd pool create', 'osd pool application enable'] * 2
+    assert prefixes[4:7] == ['osd tier add', 'osd tier cache-mode', 'osd tier set-overlay']
+    assert cmds[4] == {'prefix': 'osd tier add', 'pool': 'base7', 'tierpool': 'cache7'}
+    assert cmds[5]['mode'] == 'writeback'
+    sets = {c['var']: c['val'] for c in cmds[7:]}
+    assert all(c['pool'] == 'cache7' for c in cmds[7:])
+    assert sets == {'hit_set_type': 'bloom', 'hit_set_count': '4', 'hit_set_period': '60',
+                    'target_max_bytes': str(mtc.TARGET_MAX_BYTES)}
+    assert {c['pg_num'] for c in cmds if c['prefix'] == 'osd pool create'} == {2}
+
+
+def test_real_mgr_bench_wants_ascending_steps() -> None:
+    import mgr_tick_cost as mtc
+    import pytest
+    for bad in ('64,1', '0,4', '4,4'):
+        with pytest.raises(SystemExit):
+            mtc.main(['--steps', bad])

@@ -179,14 +179,17 @@ class Module(Commands, MgrModule):
     def tick(self, mono: Optional[float] = None, wall: Optional[float] = None) -> None:
         """Sample, fit, decide, act. mono/wall default to now (tests replay recorded times)."""
         cpu0, wall0 = time.thread_time(), time.perf_counter()
+        parts: Dict[str, float] = {}
         try:
-            self._tick(mono, wall)
+            self._tick(mono, wall, parts)
         finally:
             cpu, took = time.thread_time() - cpu0, time.perf_counter() - wall0
             with self._lock:
-                self._tick_costs.record(cpu, took, len(self._tiers))
+                self._tick_costs.record(cpu, took, len(self._tiers), parts)
 
-    def _tick(self, mono: Optional[float], wall: Optional[float]) -> None:
+    def _tick(self, mono: Optional[float], wall: Optional[float],
+              parts: Dict[str, float]) -> None:
+        """tick()'s work; parts gets the CPU seconds of its costly steps."""
         mono = time.monotonic() if mono is None else mono
         wall = time.time() if wall is None else wall
         self._load(mono, wall)
@@ -198,7 +201,9 @@ class Module(Commands, MgrModule):
             self._limits = self._promote_limits(tiers, max(up_osds(osd_map), 1))
         else:
             tiers = self._tiers
+        cpu = time.thread_time()
         samples = take_samples(self.get, tiers, mono, wall)
+        parts['pool_stats'] = time.thread_time() - cpu
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:
             self._tiers = tiers
@@ -209,14 +214,18 @@ class Module(Commands, MgrModule):
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
             before = {pid: len(self._tuner.history(pid)) for pid in active}
+            cpu = time.thread_time()
             self._tuner.step(active, self._book, sorted(self._flags), self._limits,
                              float(self.sleep_interval), self._effects(), mono, wall)
+            parts['models_and_law'] = time.thread_time() - cpu
             checks = health_checks(active, self._tuner.views, self._tuner.settings)
             calls = self._progress_calls(active, levels, before, mono)
         self._set_health(checks)
         self._send_progress(calls)
+        cpu = time.thread_time()
         for key, text in saves.items():
             self.set_store(key, text)
+        parts['store'] = time.thread_time() - cpu
 
     def _samples_to_save_locked(self, sampled: Iterable[int], present: Iterable[int],
                                 mono: float) -> Dict[str, Optional[str]]:

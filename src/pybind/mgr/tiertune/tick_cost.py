@@ -23,14 +23,19 @@ class TickCost:
     cpu_s: float
     wall_s: float
     cache_pools: int
+    # CPU seconds of the tick's costly steps (module.tick names them):
+    # where a tick on a busy mgr goes.
+    parts: Dict[str, float]
 
 
 class TickCosts:
     def __init__(self) -> None:
         self._ticks: Deque[TickCost] = deque(maxlen=TICKS_KEPT)
 
-    def record(self, cpu_s: float, wall_s: float, cache_pools: int) -> None:
-        self._ticks.append(TickCost(max(cpu_s, 0.0), max(wall_s, 0.0), cache_pools))
+    def record(self, cpu_s: float, wall_s: float, cache_pools: int,
+               parts: Optional[Dict[str, float]] = None) -> None:
+        self._ticks.append(TickCost(max(cpu_s, 0.0), max(wall_s, 0.0), cache_pools,
+                                    {k: max(v, 0.0) for k, v in (parts or {}).items()}))
 
     def summary(self) -> Optional[Dict[str, Any]]:
         """The status JSON's `tick` object, None before the first tick."""
@@ -42,7 +47,12 @@ class TickCosts:
                 'cpu_ms_max': max(t.cpu_s for t in self._ticks) * 1000,
                 'wall_ms_last': last.wall_s * 1000,
                 'ticks': len(self._ticks),
-                'cache_pools': last.cache_pools}
+                'cache_pools': last.cache_pools,
+                # Per step, the median over the ticks that reached it (a
+                # failed tick stops early).
+                'cpu_ms_median_parts': {
+                    k: statistics.median(t.parts[k] for t in self._ticks if k in t.parts) * 1000
+                    for k in last.parts}}
 
     def line(self) -> str:
         """One line under the status table."""

@@ -30,3 +30,15 @@ def test_one_pool_and_clock_noise() -> None:
     s = c.summary()
     assert s is not None and s['cpu_ms_last'] == 0.0
     assert '1 cache pool;' in c.line()
+
+
+def test_each_step_is_the_median_over_the_ticks_that_reached_it() -> None:
+    c = TickCosts()
+    c.record(0.004, 0.004, 2, {'pool_stats': 0.001, 'models_and_law': 0.002})
+    c.record(0.001, 0.001, 2, {'pool_stats': 0.003})      # failed after sampling
+    c.record(0.006, 0.006, 2, {'pool_stats': 0.002, 'models_and_law': 0.004})
+    s = c.summary()
+    assert s is not None
+    parts = s['cpu_ms_median_parts']
+    assert set(parts) == {'pool_stats', 'models_and_law'}
+    assert abs(parts['pool_stats'] - 2.0) < 1e-9 and abs(parts['models_and_law'] - 3.0) < 1e-9

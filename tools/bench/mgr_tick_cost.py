@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""What a tiertune tick costs inside a real ceph-mgr, as cache pools grow.
+
+module_cost.py times the module on a stub mgr with synthetic state: it can
+reach 1,000 pools and 100,000 PGs, but leaves out the mgr's own C++ work
+to build get('pool_stats') for Python.  This runs the real module in a
+real ceph-mgr (tools/localcluster, memstore OSDs) and reads the figures
+the module reports about itself (`tiertune status`: the serve thread's
+CPU time per tick, time.thread_time, the median of the last 20 ticks, and
+of its costly steps: sampling pool_stats, the models and law, the store).
+
+For each count in --steps it adds writeback cache tiers (a base pool and a
+cache pool of --pg-num PGs each, bloom hit sets, a target_max_bytes) until
+there are that many, waits until every cache pool's history holds
+--history samples (sleep_interval --interval s, so the fill takes
+interval x history seconds), then waits --ticks more ticks and reads the
+figures.  The pools are idle: no client IO (the models then find no runs
+of writes, a little less work than under load; module_cost.py advances
+every pool's counters instead).  PGs are few: the tick reads no per-PG
+data.  Pool creation goes through the rados binding's mon_command (one
+`ceph` process per command would take minutes for 64 tiers).
+
+usage: tools/bench/mgr_tick_cost.py [--steps 1,64] [--interval 2] [--history 120]
+                                    [--ticks 20] [--pg-num 1] [--dir DIR] [--json FILE]
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import rados  # noqa: E402  (the Debian python3-rados binding, as the mgr has it)
+
+from localcluster import ClusterSpec, LocalCluster  # noqa: E402
+from localcluster.cluster import FAST_RULE  # noqa: E402
+
+MiB = 1 << 20
+TARGET_MAX_BYTES = 64 * MiB
+
+
+def tier_commands(i: int, pg_num: int) -> List[Dict[str, Any]]:
+    """The mon commands that make writeback tier number i, in order."""
+    base, cache = f'base{i}', f'cache{i}'
+    cmds: List[Dict[str, Any]] = []
+    for pool in (base, cache):
+        cmds += [{'prefix': 'osd pool create', 'pool': pool, 'pg_num': pg_num,
+                  'pgp_num': pg_num, 'pool_type': 'replicated', 'rule': FAST_RULE,
+                  'autoscale_mode': 'off'},
+                 {'prefix': 'osd pool application enable', 'pool': pool, 'app': 'rados'}]
+    cmds += [{'prefix': 'osd tier add', 'pool': base, 'tierpool': cache},
+             {'prefix': 'osd tier cache-mode', 'pool': cache, 'mode': 'writeback'},
+             {'prefix': 'osd tier set-overlay', 'pool': base, 'overlaypool': cache}]
+    for var, val in (('hit_set_type', 'bloom'), ('hit_set_count', '4'),
+                     ('hit_set_period', '60'), ('target_max_bytes', str(TARGET_MAX_BYTES))):
+        cmds.append({'prefix': 'osd pool set', 'pool': cache, 'var': var, 'val': val})
+    return cmds
+
+
+def add_tiers(c: LocalCluster, first: int, last: int, pg_num: int) -> None:
+    cl = rados.Rados(conffile=str(c.conf))
+    cl.connect()
+    try:
+        for i in range(first, last):
+            for cmd in tier_commands(i, pg_num):
+                ret, _, err = cl.mon_command(json.dumps(cmd), b'', timeout=60)
+                if ret != 0:
+                    raise RuntimeError(f'{cmd["prefix"]} ({cmd.get("pool")}): {ret} {err}')
+    finally:
+        cl.shutdown()
+
+
+def tiertune_status(c: LocalCluster) -> Dict[str, Any]:
+    return json.loads(c.ceph('tiertune', 'status', '--format', 'json').stdout)
+
+
+def measure(c: LocalCluster, pools: int, history: int, ticks: int,
+            interval: float) -> Dict[str, Any]:
+    def filled() -> bool:
+        rows = tiertune_status(c)['pools']
+        return len(rows) == pools and all(r['samples'] >= history for r in rows)
+    c.wait_for(f'{pools} cache pools with {history} samples each', filled,
+               timeout=history * interval * 3 + 120, interval=5.0)
+    time.sleep(ticks * interval + interval)     # the last `ticks` ticks are all full-history
+    tick = tiertune_status(c)['tick']
+    assert tick['cache_pools'] == pools, tick
+    return {'cache_pools': pools, **tick}
+
+
+def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: int,
+        pg_num: int) -> List[Dict[str, Any]]:
+    spec = ClusterSpec().with_overrides({'slow_osds': '0', 'make_tier': 'false',
+                                         'bench_seconds': '0'})
+    c = LocalCluster(workdir, spec)
+    rows: List[Dict[str, Any]] = []
+    try:
+        c.start()
+        for key, val in (('sleep_interval', interval), ('history_size', history)):
+            c.ceph('config', 'set', 'mgr', f'mgr/tiertune/{key}', str(int(val)))
+        have = 0
+        for n in steps:
+            add_tiers(c, have, n, pg_num)
+            have = n
+            c.wait_clean(timeout=300)
+            row = measure(c, n, history, ticks, interval)
+            rows.append(row)
+            print(f'{n:>5} cache pools: tick CPU {row["cpu_ms_median"]:.2f} ms median of '
+                  f'{row["ticks"]} (max {row["cpu_ms_max"]:.2f}), last wall '
+                  f'{row["wall_ms_last"]:.2f} ms', flush=True)
+    finally:
+        c.stop()
+    return rows
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--steps', default='1,64', help='cache pool counts, ascending')
+    ap.add_argument('--interval', type=int, default=2, help='sleep_interval, seconds')
+    ap.add_argument('--history', type=int, default=120, help='history_size')
+    ap.add_argument('--ticks', type=int, default=20)
+    ap.add_argument('--pg-num', type=int, default=1)
+    ap.add_argument('--dir', type=Path, help='cluster directory (default: a new temporary one)')
+    ap.add_argument('--json', type=Path, help='also write the rows here')
+    args = ap.parse_args(argv)
+    steps = [int(x) for x in args.steps.split(',')]
+    if steps != sorted(set(steps)) or steps[0] < 1:
+        ap.error('--steps: ascending counts of at least 1')
+    workdir = args.dir or Path(tempfile.mkdtemp(prefix='tiertune-mgr-tick-'))
+    rows = run(workdir, steps, args.interval, args.history, args.ticks, args.pg_num)
+    print(f'real ceph-mgr, tiertune ticks every {args.interval} s, {args.history} samples per '
+          f'pool, {args.pg_num} PG(s) per pool, idle pools; CPU of the serve thread per tick')
+    print(f'{"CACHE POOLS":>11} {"CPU MS (MEDIAN)":>16} {"MAX":>7} {"WALL MS (LAST)":>15}  '
+          f'MEDIAN MS BY STEP')
+    for r in rows:
+        by_step = ', '.join(f'{k} {v:.2f}' for k, v in r.get('cpu_ms_median_parts', {}).items())
+        print(f'{r["cache_pools"]:>11} {r["cpu_ms_median"]:>16.2f} {r["cpu_ms_max"]:>7.2f} '
+              f'{r["wall_ms_last"]:>15.2f}  {by_step}')
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
