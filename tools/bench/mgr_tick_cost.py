@@ -7,7 +7,8 @@ to build get('pool_stats') for Python.  This runs the real module in a
 real ceph-mgr (tools/localcluster, memstore OSDs) and reads the figures
 the module reports about itself (`tiertune status`: the serve thread's
 CPU time per tick, time.thread_time, the median of the last 20 ticks, and
-of its costly steps: sampling pool_stats, the models and law, the store).
+of its costly steps: sampling pool_stats, the history, the models and law,
+health and progress, the store).
 
 For each count in --steps it adds writeback cache tiers (a base pool and a
 cache pool of --pg-num PGs each, bloom hit sets, a target_max_bytes) until

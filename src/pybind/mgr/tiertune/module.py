@@ -204,6 +204,7 @@ class Module(Commands, MgrModule):
         cpu = time.thread_time()
         samples = take_samples(self.get, tiers, mono, wall)
         parts['pool_stats'] = time.thread_time() - cpu
+        cpu = time.thread_time()
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:
             self._tiers = tiers
@@ -214,14 +215,17 @@ class Module(Commands, MgrModule):
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
             before = {pid: len(self._tuner.history(pid)) for pid in active}
+            parts['history'] = time.thread_time() - cpu
             cpu = time.thread_time()
             self._tuner.step(active, self._book, sorted(self._flags), self._limits,
                              float(self.sleep_interval), self._effects(), mono, wall)
             parts['models_and_law'] = time.thread_time() - cpu
+            cpu = time.thread_time()
             checks = health_checks(active, self._tuner.views, self._tuner.settings)
             calls = self._progress_calls(active, levels, before, mono)
         self._set_health(checks)
         self._send_progress(calls)
+        parts['health_progress'] = time.thread_time() - cpu
         cpu = time.thread_time()
         for key, text in saves.items():
             self.set_store(key, text)
