@@ -15,6 +15,7 @@ from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 from .bounds import with_setting
 from .report import format_history, format_table, status_row
 from .state import MODES
+from .tick_cost import tick_line
 from .topology import CacheTier, cache_tiers, is_cache_pool
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
     from .rates import HistoryBook
     from .tick_cost import TickCosts
-from .tuner import Effects, Tuner
+    from .tuner import Effects, Tuner
 
 FORMATS = ('plain', 'json', 'json-pretty')
 
@@ -100,13 +101,12 @@ class Commands:
         rows = self.status_rows(osd_map, pool)
         with self._lock:
             tick = self._tick_costs.summary()
-            tick_line = self._tick_costs.line()
         if format != 'plain':
             return HandleCommandResult(0, to_json({'mode': self._settings_mode(), 'pools': rows,
                                                    'tick': tick}, format), '')
         if not rows:
             return HandleCommandResult(0, 'no cache tier pools\n', '')
-        return HandleCommandResult(0, format_table(rows) + tick_line + '\n', '')
+        return HandleCommandResult(0, format_table(rows) + tick_line(tick) + '\n', '')
 
     def status_rows(self, osd_map: Dict[str, Any],
                     pool: Optional[str] = None) -> List[Dict[str, Any]]:

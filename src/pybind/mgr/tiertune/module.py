@@ -21,7 +21,7 @@ from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
 from .state import Settings, history_from_json, history_to_json
-from .tick_cost import TickCosts
+from .tick_cost import StepClock, TickCosts
 from .topology import CacheTier, cache_tiers, cluster_flags, rule_osds, up_osds
 from .tuner import Effects, Tuner
 
@@ -201,10 +201,9 @@ class Module(Commands, MgrModule):
             self._limits = self._promote_limits(tiers, max(up_osds(osd_map), 1))
         else:
             tiers = self._tiers
-        cpu = time.thread_time()
+        clock = StepClock(parts)
         samples = take_samples(self.get, tiers, mono, wall)
-        parts['pool_stats'] = time.thread_time() - cpu
-        cpu = time.thread_time()
+        clock.mark('pool_stats')
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:
             self._tiers = tiers
@@ -215,21 +214,18 @@ class Module(Commands, MgrModule):
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
             before = {pid: len(self._tuner.history(pid)) for pid in active}
-            parts['history'] = time.thread_time() - cpu
-            cpu = time.thread_time()
+            clock.mark('history')
             self._tuner.step(active, self._book, sorted(self._flags), self._limits,
                              float(self.sleep_interval), self._effects(), mono, wall)
-            parts['models_and_law'] = time.thread_time() - cpu
-            cpu = time.thread_time()
+            clock.mark('models_and_law')
             checks = health_checks(active, self._tuner.views, self._tuner.settings)
             calls = self._progress_calls(active, levels, before, mono)
         self._set_health(checks)
         self._send_progress(calls)
-        parts['health_progress'] = time.thread_time() - cpu
-        cpu = time.thread_time()
+        clock.mark('health_progress')
         for key, text in saves.items():
             self.set_store(key, text)
-        parts['store'] = time.thread_time() - cpu
+        clock.mark('store')
 
     def _samples_to_save_locked(self, sampled: Iterable[int], present: Iterable[int],
                                 mono: float) -> Dict[str, Optional[str]]:

@@ -9,6 +9,7 @@ mgr starts counting again.
 """
 
 import statistics
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Deque, Dict, Optional
@@ -49,17 +50,31 @@ class TickCosts:
                 'ticks': len(self._ticks),
                 'cache_pools': last.cache_pools,
                 # Per step, the median over the ticks that reached it (a
-                # failed tick stops early).
+                # failed tick stops early), every step any kept tick reached.
                 'cpu_ms_median_parts': {
                     k: statistics.median(t.parts[k] for t in self._ticks if k in t.parts) * 1000
-                    for k in last.parts}}
+                    for k in dict.fromkeys(k for t in self._ticks for k in t.parts)}}
 
-    def line(self) -> str:
-        """One line under the status table."""
-        s = self.summary()
-        if s is None:
-            return 'tiertune has not ticked yet'
-        return (f'last tick: {s["cpu_ms_last"]:.1f} ms CPU, {s["wall_ms_last"]:.1f} ms wall, '
-                f'{s["cache_pools"]} cache pool{"" if s["cache_pools"] == 1 else "s"}; '
-                f'median of the last {s["ticks"]}: {s["cpu_ms_median"]:.1f} ms CPU '
-                f'(max {s["cpu_ms_max"]:.1f})')
+
+def tick_line(s: Optional[Dict[str, Any]]) -> str:
+    """TickCosts.summary() as one line under the status table."""
+    if s is None:
+        return 'tiertune has not ticked yet'
+    return (f'last tick: {s["cpu_ms_last"]:.1f} ms CPU, {s["wall_ms_last"]:.1f} ms wall, '
+            f'{s["cache_pools"]} cache pool{"" if s["cache_pools"] == 1 else "s"}; '
+            f'median of the last {s["ticks"]}: {s["cpu_ms_median"]:.1f} ms CPU '
+            f'(max {s["cpu_ms_max"]:.1f})')
+
+
+class StepClock:
+    """The CPU seconds of consecutive steps of a tick, into parts: each
+    mark() ends the step begun at the last mark (or at the clock's start)."""
+
+    def __init__(self, parts: Dict[str, float]) -> None:
+        self._parts = parts
+        self._since = time.thread_time()
+
+    def mark(self, step: str) -> None:
+        now = time.thread_time()
+        self._parts[step] = now - self._since
+        self._since = now
