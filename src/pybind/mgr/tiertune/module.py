@@ -12,11 +12,12 @@ import threading
 import time
 from typing import Any, Dict, Iterable, List, Optional
 
-from mgr_module import MgrModule, MonCommandFailed, NotifyType, Option
+from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
 from . import models, sample_store
 from .commands import Commands
 from .health import health_checks
+from .options import OPTION_NAMES, OPTIONS
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
@@ -25,18 +26,6 @@ from .tick_cost import StepClock, TickCosts
 from .topology import CacheTier, cache_tiers, cluster_flags, rule_osds, up_osds
 from .tuner import Effects, Tuner
 
-OPTIONS = [
-    Option('sleep_interval', type='secs', default=30, min=1, runtime=True,
-           desc='how often to sample the cache pools (and decide)'),
-    Option('history_size', type='uint', default=120, min=2, max=100000, runtime=True,
-           desc='samples kept per cache pool'),
-    Option('samples_save_interval', type='secs', default=300, min=0, runtime=True,
-           desc='how often each cache pool\'s samples are written to the store, to '
-                'survive a mgr restart or failover (0: every tick)'),
-]
-# Only ours: the mgr appends its logging options to MODULE_OPTIONS, and
-# mgr_module keeps their current values as its own state.
-OPTION_NAMES = tuple(o['name'] for o in OPTIONS)
 SETTINGS_KEY = 'state'
 HISTORY_PREFIX = 'history/'
 SAMPLES_PREFIX = 'samples/'

@@ -1,0 +1,17 @@
+"""tiertune's mgr options: numpy-free, so that the module without numpy
+(without_numpy.py) declares the same ones as the module proper."""
+
+from mgr_module import Option
+
+OPTIONS = [
+    Option('sleep_interval', type='secs', default=30, min=1, runtime=True,
+           desc='how often to sample the cache pools (and decide)'),
+    Option('history_size', type='uint', default=120, min=2, max=100000, runtime=True,
+           desc='samples kept per cache pool'),
+    Option('samples_save_interval', type='secs', default=300, min=0, runtime=True,
+           desc='how often each cache pool\'s samples are written to the store, to '
+                'survive a mgr restart or failover (0: every tick)'),
+]
+# Only ours: the mgr appends its logging options to MODULE_OPTIONS, and
+# mgr_module keeps their current values as its own state.
+OPTION_NAMES = tuple(o['name'] for o in OPTIONS)

@@ -1,0 +1,48 @@
+"""tiertune where numpy cannot be imported (another mgr module holds it, or
+python3-numpy is missing): it loads, and says why it cannot run, as the mgr
+asks modules to (MgrModule.can_run)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+PROBE = '''
+import json, sys
+sys.path[:0] = [{tests!r}, {mgr!r}]
+import mgr_stub  # noqa: F401  (ceph_module, so that mgr_module imports)
+if {block}:
+    # What the mgr's second numpy import meets: an ImportError.
+    sys.modules['numpy'] = None
+import tiertune
+from tiertune.options import OPTION_NAMES
+ok, why = tiertune.Module.can_run()
+names = [o['name'] for o in tiertune.Module.MODULE_OPTIONS]
+print(json.dumps({{'ok': ok, 'why': why, 'options': names, 'expected': list(OPTION_NAMES),
+                  'module': tiertune.Module.__module__}}))
+'''
+
+
+def probe(block: bool) -> dict:
+    import json
+    code = PROBE.format(tests=str(HERE), mgr=str(HERE.parents[1]), block=block)
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_without_numpy_the_module_loads_and_says_why_it_cannot_run() -> None:
+    r = probe(block=True)
+    assert r['ok'] is False
+    assert r['why'].startswith('numpy cannot be imported (')
+    assert 'another mgr module loaded before tiertune holds numpy' in r['why']
+    assert 'python3-numpy' in r['why']
+    # The operator's settings stay valid options meanwhile.
+    assert r['options'] == r['expected']
+    assert r['module'] == 'tiertune.without_numpy'
+
+
+def test_with_numpy_it_is_the_module_proper() -> None:
+    r = probe(block=False)
+    assert (r['ok'], r['module']) == (True, 'tiertune.module')
+    assert r['options'][:len(r['expected'])] == r['expected']

@@ -1,0 +1,42 @@
+"""The module tiertune loads as when numpy cannot be imported.
+
+ceph-mgr loads numpy into one Python sub-interpreter per process: numpy's
+Cython extensions refuse a second ("Interpreter change detected - this
+module can only be loaded into one interpreter per process").  The mgr
+loads every installed module at start, enabled or not, in alphabetical
+order, so another module that imports numpy and loads before tiertune
+holds it.  The mgr then marks tiertune unable to run whatever tiertune
+does, but with only that ImportError for a reason (which names neither
+numpy nor a remedy) and none of tiertune's options declared.  Loaded as
+this instead, tiertune declares its options and can_run() says what is
+wrong and what to do, where the mgr shows it: `ceph mgr module ls`, the
+refusal of `ceph mgr module enable tiertune`, and the MGR_MODULE_DEPENDENCY
+health warning when tiertune was enabled before.
+"""
+
+from typing import Tuple, Type
+
+from mgr_module import MgrModule
+
+from .options import OPTIONS
+
+
+def reason(error: str) -> str:
+    return (f'numpy cannot be imported ({error}). Without python3-numpy, install it; with it, '
+            f'another mgr module loaded before tiertune holds numpy (ceph-mgr loads numpy '
+            f'into one module\'s interpreter per process, modules in alphabetical order): '
+            f'remove or disable that module and restart the mgr')
+
+
+def module_without_numpy(error: str) -> Type[MgrModule]:
+    why = reason(error)
+
+    class Module(MgrModule):
+        # The same options: settings made for tiertune stay valid.
+        MODULE_OPTIONS = list(OPTIONS)
+
+        @staticmethod
+        def can_run() -> Tuple[bool, str]:
+            return False, why
+
+    return Module
