@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -63,17 +63,32 @@ def tier_commands(i: int, pg_num: int) -> List[Dict[str, Any]]:
     return cmds
 
 
-def add_tiers(c: LocalCluster, first: int, last: int, pg_num: int) -> None:
+def plain_pool_commands(i: int) -> List[Dict[str, Any]]:
+    """The mon commands that make plain pool number i: one PG, no tier."""
+    pool = f'plain{i}'
+    return [{'prefix': 'osd pool create', 'pool': pool, 'pg_num': 1, 'pgp_num': 1,
+             'pool_type': 'replicated', 'rule': FAST_RULE, 'autoscale_mode': 'off'},
+            {'prefix': 'osd pool application enable', 'pool': pool, 'app': 'rados'}]
+
+
+def mon_commands(c: LocalCluster, cmds: Iterable[Dict[str, Any]]) -> None:
     cl = rados.Rados(conffile=str(c.conf))
     cl.connect()
     try:
-        for i in range(first, last):
-            for cmd in tier_commands(i, pg_num):
-                ret, _, err = cl.mon_command(json.dumps(cmd), b'', timeout=60)
-                if ret != 0:
-                    raise RuntimeError(f'{cmd["prefix"]} ({cmd.get("pool")}): {ret} {err}')
+        for cmd in cmds:
+            ret, _, err = cl.mon_command(json.dumps(cmd), b'', timeout=60)
+            if ret != 0:
+                raise RuntimeError(f'{cmd["prefix"]} ({cmd.get("pool")}): {ret} {err}')
     finally:
         cl.shutdown()
+
+
+def add_tiers(c: LocalCluster, first: int, last: int, pg_num: int) -> None:
+    mon_commands(c, (cmd for i in range(first, last) for cmd in tier_commands(i, pg_num)))
+
+
+def add_plain_pools(c: LocalCluster, first: int, last: int) -> None:
+    mon_commands(c, (cmd for i in range(first, last) for cmd in plain_pool_commands(i)))
 
 
 def tiertune_status(c: LocalCluster) -> Dict[str, Any]:
@@ -90,11 +105,11 @@ def measure(c: LocalCluster, pools: int, history: int, ticks: int,
     time.sleep(ticks * interval + interval)     # the last `ticks` ticks are all full-history
     tick = tiertune_status(c)['tick']
     assert tick['cache_pools'] == pools, tick
-    return {'cache_pools': pools, **tick}
+    return {'cache_pools': pools, 'pools': len(c.ceph_json('osd', 'pool', 'ls')), **tick}
 
 
 def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: int,
-        pg_num: int) -> List[Dict[str, Any]]:
+        pg_num: int, pools: int = 0) -> List[Dict[str, Any]]:
     spec = ClusterSpec().with_overrides({'slow_osds': '0', 'make_tier': 'false',
                                          'bench_seconds': '0'})
     c = LocalCluster(workdir, spec)
@@ -108,19 +123,29 @@ def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: i
             add_tiers(c, have, n, pg_num)
             have = n
             c.wait_clean(timeout=300)
-            row = measure(c, n, history, ticks, interval)
-            rows.append(row)
-            print(f'{n:>5} cache pools: tick CPU {row["cpu_ms_median"]:.2f} ms median of '
-                  f'{row["ticks"]} (max {row["cpu_ms_max"]:.2f}), last wall '
-                  f'{row["wall_ms_last"]:.2f} ms', flush=True)
+            rows.append(measure(c, n, history, ticks, interval))
+            print_progress(rows[-1])
+        if pools > 2 * have:
+            add_plain_pools(c, 0, pools - 2 * have)
+            c.wait_clean(timeout=600)
+            rows.append(measure(c, have, history, ticks, interval))
+            print_progress(rows[-1])
     finally:
         c.stop()
     return rows
 
 
+def print_progress(row: Dict[str, Any]) -> None:
+    print(f'{row["cache_pools"]:>5} cache pools of {row["pools"]}: tick CPU '
+          f'{row["cpu_ms_median"]:.2f} ms median of {row["ticks"]} (max {row["cpu_ms_max"]:.2f}), '
+          f'last wall {row["wall_ms_last"]:.2f} ms', flush=True)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--steps', default='1,64', help='cache pool counts, ascending')
+    ap.add_argument('--pools', type=int, default=0,
+                    help='then add plain pools up to this many pools in all, and measure again')
     ap.add_argument('--interval', type=int, default=2, help='sleep_interval, seconds')
     ap.add_argument('--history', type=int, default=120, help='history_size')
     ap.add_argument('--ticks', type=int, default=20)
@@ -131,16 +156,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     steps = [int(x) for x in args.steps.split(',')]
     if steps != sorted(set(steps)) or steps[0] < 1:
         ap.error('--steps: ascending counts of at least 1')
+    if args.pools and args.pools <= 2 * steps[-1]:
+        ap.error(f'--pools: more than the {2 * steps[-1]} pools the tiers make')
     workdir = args.dir or Path(tempfile.mkdtemp(prefix='tiertune-mgr-tick-'))
-    rows = run(workdir, steps, args.interval, args.history, args.ticks, args.pg_num)
+    rows = run(workdir, steps, args.interval, args.history, args.ticks, args.pg_num,
+               args.pools)
     print(f'real ceph-mgr, tiertune ticks every {args.interval} s, {args.history} samples per '
           f'pool, {args.pg_num} PG(s) per pool, idle pools; CPU of the serve thread per tick')
-    print(f'{"CACHE POOLS":>11} {"CPU MS (MEDIAN)":>16} {"MAX":>7} {"WALL MS (LAST)":>15}  '
-          f'MEDIAN MS BY STEP')
+    print(f'{"CACHE POOLS":>11} {"POOLS":>6} {"CPU MS (MEDIAN)":>16} {"MAX":>7} '
+          f'{"WALL MS (LAST)":>15}  MEDIAN MS BY STEP')
     for r in rows:
         by_step = ', '.join(f'{k} {v:.2f}' for k, v in r.get('cpu_ms_median_parts', {}).items())
-        print(f'{r["cache_pools"]:>11} {r["cpu_ms_median"]:>16.2f} {r["cpu_ms_max"]:>7.2f} '
-              f'{r["wall_ms_last"]:>15.2f}  {by_step}')
+        print(f'{r["cache_pools"]:>11} {r["pools"]:>6} {r["cpu_ms_median"]:>16.2f} '
+              f'{r["cpu_ms_max"]:>7.2f} {r["wall_ms_last"]:>15.2f}  {by_step}')
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -20,7 +20,14 @@ fixed reference (REFERENCE_LOOP, pure Python, about 70 ms on a quiet
 day), and --rounds N measures every row N times, round by round, printing
 the median of the rounds' medians with their range.
 
+The mgr's serve loop sleeps sleep_interval between ticks, and a tick that
+follows a sleep runs on cold caches (and, on a VM, a vCPU just woken):
+on this machine it took about 1.5 times a back-to-back tick's CPU, even
+after a 50 ms sleep.  --sleep S also times as many ticks that each follow
+an S-second sleep, after the back-to-back ones (printed side by side).
+
 usage: tools/bench/module_cost.py [--ticks N] [--history N] [--mode warn|on] [--rounds N]
+                                  [--sleep S]
 """
 
 import argparse
@@ -108,7 +115,7 @@ def advance(state: Dict[str, Any], step: int) -> None:
 
 
 def measure(n_pools: int, n_cache: int, n_pgs: int, history: int, ticks: int,
-            mode: str) -> Dict[str, Any]:
+            mode: str, sleep_s: float = 0.0) -> Dict[str, Any]:
     state = synthetic_state(n_pools, n_cache, n_pgs)
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -124,19 +131,33 @@ def measure(n_pools: int, n_cache: int, n_pgs: int, history: int, ticks: int,
     tracemalloc.stop()
     get.asked.clear()
     cpu: List[float] = []
-    for j in range(ticks):
+    cold: List[float] = []    # ticks after a sleep (see --sleep)
+    # The back-to-back ticks first, then (with a sleep) as many after one:
+    # alternating them, each back-to-back tick followed a slept one and ran
+    # partly cold itself.
+    for j in range(ticks * (2 if sleep_s > 0 else 1)):
         i = history + j
         advance(state, i)
+        after_sleep = j >= ticks
+        if after_sleep:
+            time.sleep(sleep_s)
         t0 = time.process_time()
         m.tick(mono=i * TICK_S, wall=wall + i * TICK_S)
-        cpu.append(time.process_time() - t0)
+        (cold if after_sleep else cpu).append(time.process_time() - t0)
     calls = sorted(set(get.asked))
-    cpu.sort()
-    return {'pools': n_pools, 'cache_pools': n_cache, 'pgs': n_pgs,
-            'tick_ms_median': statistics.median(cpu) * 1000,
-            'tick_ms_p95': cpu[min(len(cpu) - 1, int(len(cpu) * 0.95))] * 1000,
-            'held_mib': held / (1 << 20), 'get_calls': calls,
-            'get_calls_per_tick': len(get.asked) / ticks}
+    row = {'pools': n_pools, 'cache_pools': n_cache, 'pgs': n_pgs,
+           'tick_ms_median': statistics.median(cpu) * 1000, 'tick_ms_p95': _p95(cpu) * 1000,
+           'held_mib': held / (1 << 20), 'get_calls': calls,
+           'get_calls_per_tick': len(get.asked) / (len(cpu) + len(cold))}
+    if cold:
+        row.update(after_sleep_ms_median=statistics.median(cold) * 1000,
+                   after_sleep_ms_p95=_p95(cold) * 1000)
+    return row
+
+
+def _p95(xs: List[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * 0.95))]
 
 
 def reference_ms() -> float:
@@ -152,9 +173,15 @@ def summary(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
     """One grid row over its rounds: the median of the rounds' medians
     and p95s, their range, and the rest from the first round."""
     medians = sorted(r['tick_ms_median'] for r in runs)
-    return {**runs[0], 'tick_ms_median': statistics.median(medians),
-            'tick_ms_p95': statistics.median(r['tick_ms_p95'] for r in runs),
-            'tick_ms_median_range': [medians[0], medians[-1]], 'rounds': len(runs)}
+    row = {**runs[0], 'tick_ms_median': statistics.median(medians),
+           'tick_ms_p95': statistics.median(r['tick_ms_p95'] for r in runs),
+           'tick_ms_median_range': [medians[0], medians[-1]], 'rounds': len(runs)}
+    if 'after_sleep_ms_median' in runs[0]:
+        cold = sorted(r['after_sleep_ms_median'] for r in runs)
+        row.update(after_sleep_ms_median=statistics.median(cold),
+                   after_sleep_ms_p95=statistics.median(r['after_sleep_ms_p95'] for r in runs),
+                   after_sleep_ms_median_range=[cold[0], cold[-1]])
+    return row
 
 
 def main() -> int:
@@ -164,6 +191,9 @@ def main() -> int:
     ap.add_argument('--mode', choices=('warn', 'on'), default='warn')
     ap.add_argument('--rounds', type=int, default=1,
                     help='measure every row this many times, round by round')
+    ap.add_argument('--sleep', type=float, default=0.0,
+                    help='also time ticks that each follow a sleep of this many seconds, '
+                         'as the mgr sleeps between ticks')
     ap.add_argument('--json', type=Path, help='also write the rows here')
     args = ap.parse_args()
     # Warm-up: the first run pays imports (numpy, the module) into its memory.
@@ -172,20 +202,29 @@ def main() -> int:
     references: List[float] = []
     for _ in range(args.rounds):
         references.append(reference_ms())
-        rounds.append([measure(p, c, g, args.history, args.ticks, args.mode) for p, c, g in GRID])
+        rounds.append([measure(p, c, g, args.history, args.ticks, args.mode, args.sleep)
+                       for p, c, g in GRID])
     references.append(reference_ms())
     rows = [summary(list(runs)) for runs in zip(*rounds, strict=True)]
     print(f'tiertune tick cost: {args.ticks} steady ticks after {args.history} samples per '
           f'pool, mode {args.mode}, CPU by time.process_time, {args.rounds} round(s)')
     print(f'reference loop ({REFERENCE_LOOP:,} iterations) before each round and after: '
           + ', '.join(f'{r:.0f}' for r in references) + ' ms')
+    if args.sleep:
+        print(f'AFTER SLEEP: as many ticks again, each after a {args.sleep:g} s sleep (TICK MS: '
+              f'back to back)')
+    cold_head = f' {"AFTER SLEEP":>12} {"RANGE":>13}' if args.sleep else ''
     print(f'{"POOLS":>6} {"CACHE":>6} {"PGS":>8} {"TICK MS (MEDIAN)":>17} {"RANGE":>13} '
-          f'{"P95":>7} {"HELD MIB":>9}  GET CALLS/TICK')
+          f'{"P95":>7}{cold_head} {"HELD MIB":>9}  GET CALLS/TICK')
     for r in rows:
         lo, hi = r['tick_ms_median_range']
+        cold = ''
+        if args.sleep:
+            clo, chi = r['after_sleep_ms_median_range']
+            cold = f' {r["after_sleep_ms_median"]:>12.2f} {f"{clo:.2f}-{chi:.2f}":>13}'
         print(f'{r["pools"]:>6} {r["cache_pools"]:>6} {r["pgs"]:>8} '
               f'{r["tick_ms_median"]:>17.2f} {f"{lo:.2f}-{hi:.2f}":>13} '
-              f'{r["tick_ms_p95"]:>7.2f} {r["held_mib"]:>9.1f}  '
+              f'{r["tick_ms_p95"]:>7.2f}{cold} {r["held_mib"]:>9.1f}  '
               f'{r["get_calls_per_tick"]:.0f} ({", ".join(r["get_calls"])})')
     if args.json:
         args.json.write_text(json.dumps({'reference_ms': references, 'rows': rows,

@@ -29,6 +29,17 @@ def test_a_steady_tick_reads_pool_stats_once_and_nothing_else() -> None:
     assert row['tick_ms_median'] > 0 and row['held_mib'] > 0
 
 
+def test_with_a_sleep_the_ticks_after_it_are_timed_apart_from_back_to_back_ones() -> None:
+    row = mc.measure(n_pools=12, n_cache=4, n_pgs=1200, history=6, ticks=3, mode='warn',
+                     sleep_s=0.01)
+    assert row['after_sleep_ms_median'] > 0 and row['after_sleep_ms_p95'] > 0
+    assert row['get_calls_per_tick'] == 1      # over all six ticks, both kinds
+    assert 'after_sleep_ms_median' not in mc.measure(n_pools=4, n_cache=1, n_pgs=40, history=4,
+                                                     ticks=2, mode='warn')
+    both = mc.summary([{**row, 'after_sleep_ms_median': m} for m in (5.0, 3.0, 4.0)])
+    assert both['after_sleep_ms_median'] == 4.0 and both['after_sleep_ms_median_range'] == [3.0, 5.0]
+
+
 def test_rounds_are_summarised_by_the_median_of_their_medians() -> None:
     runs = [{'pools': 1, 'tick_ms_median': m, 'tick_ms_p95': 2 * m} for m in (9.0, 7.0, 8.0)]
     row = mc.summary(runs)
@@ -73,3 +84,17 @@ def test_real_mgr_bench_wants_ascending_steps() -> None:
     for bad in ('64,1', '0,4', '4,4'):
         with pytest.raises(SystemExit):
             mtc.main(['--steps', bad])
+
+
+def test_real_mgr_bench_plain_pools_are_one_pg_pools_outside_any_tier() -> None:
+    import mgr_tick_cost as mtc
+    cmds = mtc.plain_pool_commands(3)
+    assert [c['prefix'] for c in cmds] == ['osd pool create', 'osd pool application enable']
+    assert cmds[0]['pool'] == cmds[1]['pool'] == 'plain3' and cmds[0]['pg_num'] == 1
+
+
+def test_real_mgr_bench_wants_more_pools_than_its_tiers_make() -> None:
+    import mgr_tick_cost as mtc
+    import pytest
+    with pytest.raises(SystemExit):
+        mtc.main(['--steps', '1,64', '--pools', '128'])
