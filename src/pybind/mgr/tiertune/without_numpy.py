@@ -24,15 +24,16 @@ from .options import OPTIONS
 def reason(error: str) -> str:
     return (f'numpy cannot be imported ({error}). Without python3-numpy, install it; with it, '
             f'another mgr module loaded before tiertune holds numpy (ceph-mgr loads numpy '
-            f'into one module\'s interpreter per process, modules in alphabetical order): '
-            f'remove or disable that module and restart the mgr')
+            f'into one module\'s interpreter per process, every installed module at start, '
+            f'enabled or not, in alphabetical order): remove that module\'s package or folder '
+            f'and restart the mgr')
 
 
 def module_without_numpy(error: str) -> Type[MgrModule]:
     why = reason(error)
 
     class Module(MgrModule):
-        # The same options: settings made for tiertune stay valid.
+        # The same options as the module proper, declared to the mgr as ever.
         MODULE_OPTIONS = list(OPTIONS)
 
         @staticmethod

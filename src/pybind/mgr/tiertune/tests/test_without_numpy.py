@@ -37,7 +37,9 @@ def test_without_numpy_the_module_loads_and_says_why_it_cannot_run() -> None:
     assert r['why'].startswith('numpy cannot be imported (')
     assert 'another mgr module loaded before tiertune holds numpy' in r['why']
     assert 'python3-numpy' in r['why']
-    # The operator's settings stay valid options meanwhile.
+    # Disabling the other module would not free numpy: the mgr loads it anyway.
+    assert "remove that module's package or folder" in r['why'] and 'disable' not in r['why']
+    # Its options stay declared meanwhile.
     assert r['options'] == r['expected']
     assert r['module'] == 'tiertune.without_numpy'
 
