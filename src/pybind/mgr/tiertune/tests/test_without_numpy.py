@@ -2,6 +2,7 @@
 python3-numpy is missing): it loads, and says why it cannot run, as the mgr
 asks modules to (MgrModule.can_run)."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,6 @@ print(json.dumps({{'ok': ok, 'why': why, 'options': names, 'expected': list(OPTI
 
 
 def probe(block: bool) -> dict:
-    import json
     code = PROBE.format(tests=str(HERE), mgr=str(HERE.parents[1]), block=block)
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
