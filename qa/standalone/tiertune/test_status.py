@@ -3,8 +3,9 @@
 import errno
 import json
 import subprocess
+import time
 
-from conftest import WORKUNITS, cache_row, status, wait_row
+from conftest import TICK_S, WORKUNITS, cache_row, status, wait_row
 
 
 def test_status_json_describes_the_cache_pool(cluster):
@@ -96,3 +97,26 @@ def test_dump_inputs_is_json(cluster):
 def test_sample_age_stays_fresh(cluster):
     row = cache_row(cluster)
     assert row['sample_age_s'] is not None and row['sample_age_s'] < 20
+
+
+def test_eval_decides_on_the_osd_map_now(cluster):
+    """eval answers for now: a target removed since the last tick shows in
+    its decision at once, not one sleep_interval later."""
+    pool = cluster.spec.cache_pool
+    cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/sleep_interval', '600')
+    try:
+        # The change wakes the loop for one more tick; then none for 600 s.
+        time.sleep(2 * TICK_S + 1)
+        woken = cache_row(cluster)['sample_time']
+        before = json.loads(cluster.ceph('tiertune', 'eval', pool, '--format', 'json').stdout)
+        assert not any(r.startswith('no target_max_bytes') for r in before['decision']['reasons'])
+        cluster.ceph('osd', 'pool', 'set', pool, 'target_max_bytes', '0')
+        wait_row(cluster, 'the mgr to see the target gone', lambda r: r['target_max_bytes'] == 0)
+        now = json.loads(cluster.ceph('tiertune', 'eval', pool, '--format', 'json').stdout)
+        assert now['decision']['action'] == 'hold'
+        assert any(r.startswith('no target_max_bytes') for r in now['decision']['reasons'])
+        assert cache_row(cluster)['sample_time'] == woken, 'a tick ran: the test proves nothing'
+    finally:
+        cluster.ceph('osd', 'pool', 'set', pool, 'target_max_bytes',
+                     str(cluster.spec.target_max_bytes))
+        cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/sleep_interval', str(TICK_S))

@@ -16,11 +16,12 @@ from .bounds import with_setting
 from .report import format_history, format_table, status_row
 from .state import MODES
 from .tick_cost import tick_line
-from .topology import CacheTier, cache_tiers, is_cache_pool
+from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool
 
 if TYPE_CHECKING:
     import threading
 
+    from .models import PromoteLimits
     from .rates import HistoryBook
     from .tick_cost import TickCosts
     from .tuner import Effects, Tuner
@@ -62,6 +63,8 @@ class Commands:
         _tuner: Tuner
         _book: HistoryBook
         _tick_costs: TickCosts
+        _limits: Dict[int, PromoteLimits]
+        sleep_interval: int
 
         def get(self, data_name: str) -> Any: ...
         def _save_settings_locked(self) -> None: ...
@@ -70,6 +73,12 @@ class Commands:
     def _pool_arg(self, pool: str, fmt: str) -> Union[CacheTier, HandleCommandResult]:
         """The cache tier named by a command's pool argument, or the error
         result to return (bad format first, then unknown or not a cache pool)."""
+        found = self._pool_and_map(pool, fmt)
+        return found if isinstance(found, HandleCommandResult) else found[0]
+
+    def _pool_and_map(self, pool: str, fmt: str
+                      ) -> Union[Tuple[CacheTier, Dict[str, Any]], HandleCommandResult]:
+        """_pool_arg's tier, and the OSD map it was read from."""
         bad = bad_format(fmt)
         if bad:
             return bad
@@ -78,7 +87,7 @@ class Commands:
         if err:
             return err
         (tier,) = [t for t in cache_tiers(osd_map).values() if t.pool == pool]
-        return tier
+        return tier, osd_map
 
     def _reply(self, obj: Any, fmt: str, plain: str) -> HandleCommandResult:
         if fmt == 'plain':
@@ -179,21 +188,26 @@ class Commands:
     @CLIReadCommand('tiertune eval')
     def _cmd_eval(self, pool: str, format: str = 'plain') -> HandleCommandResult:
         """The decision the controller would make now for a pool, and the numbers behind it"""
-        tier = self._pool_arg(pool, format)
-        if isinstance(tier, HandleCommandResult):
-            return tier
+        found = self._pool_and_map(pool, format)
+        if isinstance(found, HandleCommandResult):
+            return found
+        tier, osd_map = found
         with self._lock:
-            view = self._tuner.views.get(tier.pool_id)
-            mode = self._tuner.settings.effective_mode(tier.pool_id)
-            if view is None:
+            if self._book.get(tier.pool_id) is None:
                 return HandleCommandResult(-errno.EAGAIN, '',
                                            f'{pool}: not evaluated yet (no tick since it became '
                                            f'a cache tier); try again in a moment')
-            out: Dict[str, Any] = {'pool': pool, 'mode': mode,
+            # Decided now, on the OSD map just read and the samples held: a
+            # target, a ratio or a bound set since the last tick shows at once.
+            view = self._tuner.evaluate(tier.pool_id, tier, self._book,
+                                        sorted(cluster_flags(osd_map)), self._limits,
+                                        float(self.sleep_interval), time.monotonic(),
+                                        time.time())
+            out: Dict[str, Any] = {'pool': pool, 'mode': view.mode,
                                    'decision': view.decision.as_dict(),
                                    'model': view.model.as_dict()}
         d: Dict[str, Any] = out['decision']
-        lines = [f'pool {pool} (mode {mode}): {d["action"]}',
+        lines = [f'pool {pool} (mode {out["mode"]}): {d["action"]}',
                  f'  current     {_r(d["current"])}',
                  f'  recommended {_r(d["recommended"])}',
                  f'  next        {_r(d["next"])}']

@@ -13,6 +13,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
 from . import actuation, controller, models
 from .rates import HistoryBook, HistoryEntry
+from .sampling import AgentLevels, agent_levels
 from .state import HISTORY_KEEP, DecisionRecord, Settings, ratios_from_dict
 from .stepping import same
 from .topology import CacheTier, Ratios
@@ -110,31 +111,64 @@ class Tuner:
         # gates wait until status or eval reads a model (see PoolView).
         fitted = models.fit_pools_deferred(jobs)
         for (pid, tier), job, (model, gate) in zip(pools, jobs, fitted, strict=True):
-            entries = job.history
-            ps = self.settings.pool(pid)
             mode = self.settings.effective_mode(pid)
             if mode == 'on':
                 self._notice_manual_change(pid, tier, eff)
                 mode = self.settings.effective_mode(pid)
-            levels = self.series[pid].levels   # the newest entry's, as fit_pools computed them
-            inp = controller.ControllerInput(
-                now_s=mono, ratios=tier.ratios,
-                fill=levels.fill if levels else None, dirty=levels.dirty if levels else None,
-                # The rate limit waits a hit-set period because a change
-                # resets the PGs' hit sets; a pool without any loses none.
-                hit_set_period_s=tier.hit_set.period_s if tier.hit_set.active else 0,
-                model=model,    # its promote gate pending: the law does not read it
-                bounds=ps.bounds, knobs=ps.knobs,
-                # A wall clock stepped back would put the change in the
-                # future; count it as now rather than hold until then.
-                last_change_s=(mono - max(wall - ps.last_change_wall, 0.0)
-                               if ps.last_change_wall is not None else None),
-                hold_reasons=tuple(hold_reasons(tier, entries, flags, sleep_interval, mono)),
-                target_max_bytes=tier.target_max_bytes)
+            # The newest entry's levels, as fit_pools computed them; the
+            # model's promote gate pending: the law does not read it.
+            inp = self._controller_input(pid, tier, model, self.series[pid].levels,
+                                         job.history, flags, sleep_interval, mono, wall)
             decision = controller.decide(inp)
             self.views[pid] = PoolView(model, decision, mode, gate)
             if mode == 'on' and decision.action == 'change':
                 self._apply(pid, tier, decision, eff, mono, wall)
+
+    def _controller_input(self, pid: int, tier: CacheTier, model: models.PoolModel,
+                          levels: Optional[AgentLevels], entries: Sequence[HistoryEntry],
+                          flags: Sequence[str], sleep_interval: float, mono: float,
+                          wall: float) -> controller.ControllerInput:
+        ps = self.settings.pool(pid)
+        return controller.ControllerInput(
+            now_s=mono, ratios=tier.ratios,
+            fill=levels.fill if levels else None, dirty=levels.dirty if levels else None,
+            # The rate limit waits a hit-set period because a change
+            # resets the PGs' hit sets; a pool without any loses none.
+            hit_set_period_s=tier.hit_set.period_s if tier.hit_set.active else 0,
+            model=model, bounds=ps.bounds, knobs=ps.knobs,
+            # A wall clock stepped back would put the change in the
+            # future; count it as now rather than hold until then.
+            last_change_s=(mono - max(wall - ps.last_change_wall, 0.0)
+                           if ps.last_change_wall is not None else None),
+            hold_reasons=tuple(hold_reasons(tier, entries, flags, sleep_interval, mono)),
+            target_max_bytes=tier.target_max_bytes)
+
+    def evaluate(self, pid: int, tier: CacheTier, book: HistoryBook, flags: Sequence[str],
+                 limits: Mapping[int, models.PromoteLimits], sleep_interval: float,
+                 mono: float, wall: float) -> PoolView:
+        """What a tick would decide for one pool now: on the samples held,
+        with the tier as given (the OSD map now, not at the last tick: a
+        target or ratio set since shows at once) and the settings now.
+        Nothing is applied or kept; the pool's views and caches are left
+        as the last tick made them.  The mode is the one the tick would
+        act in: `on` turns to `warn` after a change made by hand."""
+        hist = book.get(pid)
+        entries: Sequence[HistoryEntry] = hist.entries if hist else ()
+        # A fit of its own from the whole history (no SeriesCache: the
+        # tick's views of the pool's arrays stay valid).
+        model = models.fit(entries, tier, limits.get(pid, models.DEFAULT_LIMITS))
+        levels = agent_levels(tier, entries[-1].sample.counters) if entries else None
+        inp = self._controller_input(pid, tier, model, levels, entries, flags,
+                                     sleep_interval, mono, wall)
+        mode = self.settings.effective_mode(pid)
+        if mode == 'on' and self._changed_by_hand(pid, tier):
+            mode = 'warn'
+        return PoolView(model, controller.decide(inp), mode)
+
+    def _changed_by_hand(self, pid: int, tier: CacheTier) -> bool:
+        """The pool's ratios differ from what tiertune last set."""
+        ps = self.settings.pool(pid)
+        return ps.last_applied is not None and not same(ps.last_applied, tier.ratios)
 
     def _fit_job(self, pid: int, tier: CacheTier, book: HistoryBook,
                  limits: Mapping[int, models.PromoteLimits]) -> models.FitJob:
@@ -151,10 +185,11 @@ class Tuner:
         someone else: respect it.  The pool goes to `warn` (tiertune keeps
         recommending, never overrides) until the operator says `on` again."""
         ps = self.settings.pool(pid)
-        if ps.last_applied is None or same(ps.last_applied, tier.ratios):
+        applied = ps.last_applied
+        if applied is None or not self._changed_by_hand(pid, tier):
             return
         ps.manual_change = (f'ratios changed outside tiertune to {fmt(tier.ratios)} (tiertune had '
-                            f'set {fmt(ps.last_applied)}) at {time.strftime("%Y-%m-%d %H:%M:%S")}'
+                            f'set {fmt(applied)}) at {time.strftime("%Y-%m-%d %H:%M:%S")}'
                             f'; pool set to warn: `ceph tiertune mode {tier.pool} on` resumes')
         ps.mode = 'warn'
         ps.last_applied = None

@@ -5,6 +5,7 @@ import copy
 import errno
 import itertools
 import json
+import time
 
 import pytest
 from mgr_module import NotifyType
@@ -12,6 +13,7 @@ from mgr_module import NotifyType
 from conftest import samples_by_phase
 from tiertune.report import COLUMNS
 from tiertune.sampling import TICK_SOURCES
+from tiertune.state import ratios_from_dict
 
 O_PG_SOURCES = {'pg_dump', 'pg_stats', 'pg_summary', 'pg_ready'}
 
@@ -261,6 +263,59 @@ def test_eval_before_and_after_a_tick(burst, make_module):
     assert set(out['decision']['recommended']) == {'dirty', 'dirty_high', 'full'}
     assert 'fitted' in out['model']
     assert m._cmd_eval(pool).stdout.startswith(f'pool {pool} (mode warn)')
+
+
+def _clock_at(monkeypatch, rec, later_s=0.0):
+    """The module's clocks as at a recorded tick (plus later_s)."""
+    monkeypatch.setattr(time, 'monotonic', lambda: rec['mono'] + later_s)
+    monkeypatch.setattr(time, 'time', lambda: rec['wall'] + later_s)
+
+
+def test_eval_at_the_ticks_moment_is_the_ticks_decision(burst, make_module, monkeypatch):
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    (pid,) = m._tuner.views
+    view = m._tuner.views[pid]
+    _clock_at(monkeypatch, burst['samples'][-1])
+    out = json.loads(m._cmd_eval(pool, format='json').stdout)
+    assert out['decision'] == json.loads(json.dumps(view.decision.as_dict()))
+    assert out['model'] == json.loads(json.dumps(view.model.as_dict()))
+    assert m._tuner.views[pid] is view     # eval keeps nothing
+
+
+def test_eval_decides_on_the_osd_map_now_not_the_last_ticks(burst, make_module, monkeypatch):
+    """A target removed since the last tick: eval holds for it at once (the
+    tick's decision, made with the target, said nothing of it)."""
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    (view,) = m._tuner.views.values()
+    assert not any('no target_max_bytes' in str(r) for r in view.decision.reasons)
+    inputs = copy.deepcopy(burst['samples'][-1]['inputs'])
+    for p in inputs['osd_map']['pools']:
+        if p['pool_name'] == pool:
+            p['target_max_bytes'] = 0
+    get.inputs = inputs
+    _clock_at(monkeypatch, burst['samples'][-1], later_s=1.0)
+    out = json.loads(m._cmd_eval(pool, format='json').stdout)
+    assert out['decision']['action'] == 'hold'
+    assert any(r.startswith('no target_max_bytes') for r in out['decision']['reasons'])
+    assert m._tuner.views[next(iter(m._tuner.views))] is view
+
+
+def test_eval_says_a_pool_changed_by_hand_would_go_to_warn(burst, make_module, monkeypatch):
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    (pid,) = m._tuner.views
+    ps = m._tuner.settings.pool(pid)
+    ps.mode = 'on'
+    ps.last_applied = ratios_from_dict({'dirty': 0.3, 'dirty_high': 0.5, 'full': 0.7})
+    sets = []
+    monkeypatch.setattr(m, '_pool_set', lambda *args: sets.append(args))
+    _clock_at(monkeypatch, burst['samples'][-1], later_s=1.0)
+    out = json.loads(m._cmd_eval(pool, format='json').stdout)
+    assert out['mode'] == 'warn'
+    # The tick turns the pool to warn, not eval; and eval sets nothing.
+    assert ps.mode == 'on' and ps.manual_change is None and sets == []
 
 
 def test_health_is_set_from_the_tick(burst, make_module):
