@@ -161,14 +161,15 @@ class Tuner:
         inp = self._controller_input(pid, tier, model, levels, entries, flags,
                                      sleep_interval, mono, wall)
         mode = self.settings.effective_mode(pid)
-        if mode == 'on' and self._changed_by_hand(pid, tier):
+        if mode == 'on' and self._set_before_a_hand_change(pid, tier) is not None:
             mode = 'warn'
         return PoolView(model, controller.decide(inp), mode)
 
-    def _changed_by_hand(self, pid: int, tier: CacheTier) -> bool:
-        """The pool's ratios differ from what tiertune last set."""
-        ps = self.settings.pool(pid)
-        return ps.last_applied is not None and not same(ps.last_applied, tier.ratios)
+    def _set_before_a_hand_change(self, pid: int, tier: CacheTier) -> Optional[Ratios]:
+        """What tiertune last set, when the pool's ratios now differ from it
+        (someone changed them by hand); else None."""
+        applied = self.settings.pool(pid).last_applied
+        return applied if applied is not None and not same(applied, tier.ratios) else None
 
     def _fit_job(self, pid: int, tier: CacheTier, book: HistoryBook,
                  limits: Mapping[int, models.PromoteLimits]) -> models.FitJob:
@@ -184,10 +185,10 @@ class Tuner:
         """A ratio that differs from what tiertune last set was changed by
         someone else: respect it.  The pool goes to `warn` (tiertune keeps
         recommending, never overrides) until the operator says `on` again."""
-        ps = self.settings.pool(pid)
-        applied = ps.last_applied
-        if applied is None or not self._changed_by_hand(pid, tier):
+        applied = self._set_before_a_hand_change(pid, tier)
+        if applied is None:
             return
+        ps = self.settings.pool(pid)
         ps.manual_change = (f'ratios changed outside tiertune to {fmt(tier.ratios)} (tiertune had '
                             f'set {fmt(applied)}) at {time.strftime("%Y-%m-%d %H:%M:%S")}'
                             f'; pool set to warn: `ceph tiertune mode {tier.pool} on` resumes')

@@ -288,7 +288,8 @@ def test_eval_decides_on_the_osd_map_now_not_the_last_ticks(burst, make_module, 
     tick's decision, made with the target, said nothing of it)."""
     m, get = run_ticks(make_module, burst['samples'])
     pool = burst['spec']['cache_pool']
-    (view,) = m._tuner.views.values()
+    (pid,) = m._tuner.views
+    view = m._tuner.views[pid]
     assert not any('no target_max_bytes' in str(r) for r in view.decision.reasons)
     inputs = copy.deepcopy(burst['samples'][-1]['inputs'])
     for p in inputs['osd_map']['pools']:
@@ -299,7 +300,7 @@ def test_eval_decides_on_the_osd_map_now_not_the_last_ticks(burst, make_module, 
     out = json.loads(m._cmd_eval(pool, format='json').stdout)
     assert out['decision']['action'] == 'hold'
     assert any(r.startswith('no target_max_bytes') for r in out['decision']['reasons'])
-    assert m._tuner.views[next(iter(m._tuner.views))] is view
+    assert m._tuner.views[pid] is view
 
 
 def test_eval_says_a_pool_changed_by_hand_would_go_to_warn(burst, make_module, monkeypatch):
