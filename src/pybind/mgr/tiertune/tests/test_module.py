@@ -303,6 +303,25 @@ def test_eval_decides_on_the_osd_map_now_not_the_last_ticks(burst, make_module, 
     assert m._tuner.views[pid] is view
 
 
+def test_eval_answers_for_a_pool_in_off_mode(burst, make_module, monkeypatch):
+    """off: the tick decides nothing for the pool (no view, nothing in
+    status), but it is still sampled, and eval says what it would decide."""
+    pool = burst['spec']['cache_pool']
+    m, get = make_module(burst['samples'][0]['inputs'])
+    assert m._cmd_mode('off').retval == 0
+    for rec in burst['samples']:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    assert m._tuner.views == {}
+    warn, _ = run_ticks(make_module, burst['samples'])
+    _clock_at(monkeypatch, burst['samples'][-1])
+    out = json.loads(m._cmd_eval(pool, format='json').stdout)
+    assert out['mode'] == 'off'
+    assert out['model']['samples'] == len(burst['samples']) - 1    # every interval, sampled
+    # What it would decide is what a pool in warn mode decides on the same samples.
+    assert out == {**json.loads(warn._cmd_eval(pool, format='json').stdout), 'mode': 'off'}
+
+
 def test_eval_says_a_pool_changed_by_hand_would_go_to_warn(burst, make_module, monkeypatch):
     m, get = run_ticks(make_module, burst['samples'])
     pool = burst['spec']['cache_pool']
