@@ -1,16 +1,23 @@
 """The module's health checks, computed in one place from a tick's results."""
 
+import math
 from typing import Any, Dict, List, Mapping
 
 from .state import Settings
 from .topology import CacheTier
+from .tuner import PoolView
 
 
 def _check(summary: str, detail: List[str]) -> Dict[str, Any]:
     return {'severity': 'warning', 'summary': summary, 'count': len(detail), 'detail': detail}
 
 
-def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, Any],
+def _seconds(s: float) -> str:
+    # A band's slow edge is infinite when the inflow's spread exceeds its mean.
+    return f'{s:.0f}s' if math.isfinite(s) else 'never'
+
+
+def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   settings: Settings) -> Dict[str, Any]:
     """TIERTUNE_NO_TARGET, TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK for
     the pools tiertune looks at (mode warn or on)."""
@@ -26,10 +33,14 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, Any],
             continue
         ttf = view.predictions.time_to_full_s     # (view.model would compute the promote gate)
         horizon = settings.pool(pid).knobs.horizon_s
-        if ttf is not None and ttf.value < horizon:
+        # Only from a fitted model, as the controller acts only on one: on
+        # a history shorter than FIT_MIN_WINDOW_S one skewed stats report
+        # dominates, and the check came and went with the first burst a new
+        # (or newly enabled) module saw.
+        if view.fitted and ttf is not None and ttf.value < horizon:
             full_risk.append(f'pool {tier.pool} is predicted to reach 100% of its target (where '
-                             f'writes block) in {ttf.value:.0f}s (band {ttf.low:.0f}-'
-                             f'{ttf.high:.0f}s), under the {horizon:.0f}s horizon')
+                             f'writes block) in {_seconds(ttf.value)} (band {_seconds(ttf.low)} '
+                             f'to {_seconds(ttf.high)}), under the {horizon:.0f}s horizon')
         if view.decision.bounds_block:
             blocked.append(f'pool {tier.pool}: {view.decision.bounds_block}')
     checks: Dict[str, Any] = {}

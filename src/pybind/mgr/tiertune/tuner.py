@@ -73,6 +73,10 @@ class PoolView:
     def predictions(self) -> models.Predictions:
         return self._model.predictions
 
+    @property
+    def fitted(self) -> bool:
+        return self._model.fitted
+
 
 @dataclass
 class Tuner:

@@ -351,6 +351,69 @@ def test_health_is_set_from_the_tick(burst, make_module):
     assert m.health == {}
 
 
+def idle_minute_then_the_burst(burst):
+    """The recorded burst after a minute and a quarter of idle ticks (its
+    first sample's inputs, every 15 s): a module that ran before the burst
+    came, so its model is fitted when it does."""
+    first = burst['samples'][0]
+    lead = [{**first, 'mono': first['mono'] - s, 'wall': first['wall'] - s}
+            for s in (75, 60, 45, 30, 15)]
+    return lead + burst['samples']
+
+
+def test_full_risk_is_raised_while_a_burst_fills_the_cache_then_cleared(burst, make_module):
+    recs = idle_minute_then_the_burst(burst)
+    m, get = make_module(recs[0]['inputs'])
+    raised = []
+    for rec in recs:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+        if 'TIERTUNE_CACHE_FULL_RISK' in m.health:
+            (view,) = m._tuner.views.values()
+            assert view.fitted
+            raised.append((rec['phase'], m.health['TIERTUNE_CACHE_FULL_RISK']))
+    assert [phase for phase, _ in raised][:1] == ['burst']
+    check = raised[-1][1]
+    assert check['summary'] == '1 cache pool(s) predicted to fill within the horizon'
+    (detail,) = check['detail']
+    # The band's slow edge is infinite (the inflow's spread is larger than
+    # its mean): said as such, not as 'infs'.
+    assert detail.startswith('pool cache is predicted to reach 100% of its target')
+    assert 'to never), under the 600s horizon' in detail and 'inf' not in detail
+    assert 'TIERTUNE_CACHE_FULL_RISK' not in m.health, 'still raised after the fill stopped'
+
+
+def test_full_risk_is_not_raised_from_a_model_not_fitted(burst, make_module):
+    """The recorded burst alone spans 53 s, under FIT_MIN_WINDOW_S: the
+    model predicts the fill, but the controller does not act on it, and no
+    health check is raised from it either."""
+    m, get = make_module(burst['samples'][0]['inputs'])
+    predicted = []
+    for rec in burst['samples']:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+        (view,) = m._tuner.views.values()
+        ttf = view.predictions.time_to_full_s
+        predicted.append(ttf is not None and ttf.value < 600)
+        assert not view.fitted
+        assert 'TIERTUNE_CACHE_FULL_RISK' not in m.health
+    assert any(predicted), 'the burst predicts no fill: the test proves nothing'
+
+
+def test_bounds_block_is_raised_until_the_bound_allows_the_change(burst, make_module):
+    recs = idle_minute_then_the_burst(burst)
+    m, get = make_module(recs[0]['inputs'])
+    for rec in recs:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    (detail,) = m.health['TIERTUNE_BOUNDS_BLOCK']['detail']
+    assert detail.startswith('pool cache: room for a ')
+    assert detail.endswith('but full_ratio_min is 0.60')
+    assert m._cmd_set('cache', 'full_ratio_min', 0.3).retval == 0
+    m.tick(recs[-1]['mono'] + 1, recs[-1]['wall'] + 1)
+    assert 'TIERTUNE_BOUNDS_BLOCK' not in m.health
+
+
 def restart(get, history_size=120, sleep_interval=30):
     """A new Module on the same store: a mgr restart or failover."""
     from tiertune.module import Module
