@@ -120,3 +120,24 @@ def test_eval_decides_on_the_osd_map_now(cluster):
         cluster.ceph('osd', 'pool', 'set', pool, 'target_max_bytes',
                      str(cluster.spec.target_max_bytes))
         cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/sleep_interval', str(TICK_S))
+
+
+def test_a_tier_set_to_proxy_is_held(cluster):
+    """Ceph's procedure to remove a writeback tier starts with cache-mode
+    proxy: tiertune holds for it, in eval and at the tick, and tunes again
+    once it is writeback."""
+    pool = cluster.spec.cache_pool
+    reason = 'cache_mode proxy: client writes do not land in the cache'
+    cluster.ceph('osd', 'tier', 'cache-mode', pool, 'proxy')
+    try:
+        row = wait_row(cluster, 'the tick to hold for the proxy mode',
+                       lambda r: any(x.startswith(reason) for x in r['decision']['reasons']))
+        assert row['cache_mode'] == 'proxy' and row['decision']['action'] == 'hold'
+        now = json.loads(cluster.ceph('tiertune', 'eval', pool, '--format', 'json').stdout)
+        assert now['decision']['action'] == 'hold'
+        assert any(x.startswith(reason) for x in now['decision']['reasons'])
+    finally:
+        cluster.ceph('osd', 'tier', 'cache-mode', pool, 'writeback')
+    wait_row(cluster, 'the tick to see writeback again',
+             lambda r: r['cache_mode'] == 'writeback'
+             and not any(x.startswith('cache_mode') for x in r['decision']['reasons']))

@@ -21,6 +21,11 @@ from .topology import CacheTier, Ratios
 # A sample older than this many ticks means the loop or the stats stalled:
 # deciding on it would act on the past.
 STALE_TICKS = 3
+# Cache modes in which no client write lands in the cache: Ceph's procedure
+# to remove a writeback tier sets `proxy`, then flushes and evicts it all
+# by hand.  The agent only drains such a pool, and a ratio change would
+# add OSD map epochs (and reset the PGs' hit sets) under that procedure.
+HOLD_CACHE_MODES = ('proxy', 'forward')
 # After a failed `osd pool set`, wait this long before retrying, doubling
 # up to the cap: a mon that refuses now (or is electing) is not hammered.
 RETRY_BACKOFF_S = 30.0
@@ -284,6 +289,9 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
     if not tier.has_target:
         reasons.append('no target_max_bytes/objects: the agent never flushes or evicts '
                        '(set one; tiertune does not)')
+    if tier.cache_mode in HOLD_CACHE_MODES:
+        reasons.append(f'cache_mode {tier.cache_mode}: client writes do not land in the cache '
+                       f'(it is bypassed, or drained to be removed)')
     if not entries:
         reasons.append('no sample yet')
         return reasons

@@ -4,6 +4,8 @@ effects faked: what it would send as `osd pool set`, save and audit."""
 import dataclasses
 from typing import List, Optional, Tuple
 
+import pytest
+
 from conftest import RecordingGetter
 from tiertune.controller import Decision
 from tiertune.rates import HistoryBook
@@ -183,6 +185,20 @@ def test_hold_reasons(burst):
     entries[-1] = dataclasses.replace(last, sample=degraded)
     assert 'not all objects are clean (3 degraded' in hold_reasons(tier, entries, [], 3.0,
                                                                      mono)[0]
+
+
+@pytest.mark.parametrize('mode,holds', [('writeback', False), ('readproxy', False),
+                                        ('readonly', False), ('proxy', True),
+                                        ('forward', True)])
+def test_a_tier_clients_do_not_write_into_is_held(burst, mode, holds):
+    """Ceph's procedure to remove a writeback tier sets it to proxy, then
+    flushes and evicts it by hand: tiertune leaves its ratios alone."""
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    tier = dataclasses.replace(tiers[pid], cache_mode=mode)
+    reasons = hold_reasons(tier, list(book.get(pid).entries), [], 3.0, mono)
+    assert reasons == ([f'cache_mode {mode}: client writes do not land in the cache (it is '
+                        f'bypassed, or drained to be removed)'] if holds else [])
 
 
 def test_settings_shared_with_state_module():
