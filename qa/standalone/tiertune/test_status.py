@@ -127,7 +127,7 @@ def test_a_tier_set_to_proxy_is_held(cluster):
     proxy: tiertune holds for it, in eval and at the tick, and tunes again
     once it is writeback."""
     pool = cluster.spec.cache_pool
-    reason = 'cache_mode proxy: client writes do not land in the cache'
+    reason = 'cache_mode proxy: the tier takes no new objects'
     cluster.ceph('osd', 'tier', 'cache-mode', pool, 'proxy')
     try:
         row = wait_row(cluster, 'the tick to hold for the proxy mode',

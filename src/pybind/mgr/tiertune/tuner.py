@@ -21,10 +21,11 @@ from .topology import CacheTier, Ratios
 # A sample older than this many ticks means the loop or the stats stalled:
 # deciding on it would act on the past.
 STALE_TICKS = 3
-# Cache modes in which no client write lands in the cache: Ceph's procedure
-# to remove a writeback tier sets `proxy`, then flushes and evicts it all
-# by hand.  The agent only drains such a pool, and a ratio change would
-# add OSD map epochs (and reset the PGs' hit sets) under that procedure.
+# Cache modes in which the tier takes no new objects (misses are proxied to
+# the base, never promoted): Ceph's procedure to remove a writeback tier
+# sets `proxy`, then flushes and evicts it all by hand.  Such a pool only
+# drains, and a ratio change would add OSD map epochs (and reset the PGs'
+# hit sets) under that procedure.
 HOLD_CACHE_MODES = ('proxy', 'forward')
 # After a failed `osd pool set`, wait this long before retrying, doubling
 # up to the cap: a mon that refuses now (or is electing) is not hammered.
@@ -290,8 +291,8 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
         reasons.append('no target_max_bytes/objects: the agent never flushes or evicts '
                        '(set one; tiertune does not)')
     if tier.cache_mode in HOLD_CACHE_MODES:
-        reasons.append(f'cache_mode {tier.cache_mode}: client writes do not land in the cache '
-                       f'(it is bypassed, or drained to be removed)')
+        reasons.append(f'cache_mode {tier.cache_mode}: the tier takes no new objects (it is '
+                       f'bypassed, or drained to be removed)')
     if not entries:
         reasons.append('no sample yet')
         return reasons

@@ -190,15 +190,15 @@ def test_hold_reasons(burst):
 @pytest.mark.parametrize('mode,holds', [('writeback', False), ('readproxy', False),
                                         ('readonly', False), ('proxy', True),
                                         ('forward', True)])
-def test_a_tier_clients_do_not_write_into_is_held(burst, mode, holds):
+def test_a_tier_that_takes_no_new_objects_is_held(burst, mode, holds):
     """Ceph's procedure to remove a writeback tier sets it to proxy, then
     flushes and evicts it by hand: tiertune leaves its ratios alone."""
     tiers, book, mono, wall = replay(burst)
     (pid,) = tiers
     tier = dataclasses.replace(tiers[pid], cache_mode=mode)
     reasons = hold_reasons(tier, list(book.get(pid).entries), [], 3.0, mono)
-    assert reasons == ([f'cache_mode {mode}: client writes do not land in the cache (it is '
-                        f'bypassed, or drained to be removed)'] if holds else [])
+    assert reasons == ([f'cache_mode {mode}: the tier takes no new objects (it is bypassed, '
+                        f'or drained to be removed)'] if holds else [])
 
 
 def test_settings_shared_with_state_module():
