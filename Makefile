@@ -32,7 +32,8 @@ HELD_OUT ?= 10
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
 	bench-tick-instructions bench-mgr-tick-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
-	bench-agent-pacing bench-agent-priority bench-full-spells bench-warm-start bench-switch-time \
+	bench-agent-pacing bench-agent-priority bench-full-spells bench-full-risk bench-warm-start \
+	bench-switch-time \
 	bench-evict-rate
 
 check: deps-test lint unit standalone
@@ -128,6 +129,12 @@ bench-full-spells: deps-test
 	$(PYTHON) tools/bench/full_spells.py \
 	    --scenario tools/bench/scenarios/cluster/bursty-write-fits.yaml \
 	    --out $(BENCH_CLUSTER_DIR)/full-spells.md --workdir /tmp/tiertune-bench
+
+# Is TIERTUNE_CACHE_FULL_RISK raised before writes block, and only then?
+# Every shipped scenario under tiertune on the simulator, PG spreads 0-1
+# (about 1 min).
+bench-full-risk: deps-test
+	$(PYTHON) tools/bench/full_risk_check.py --seeds 2 --out $(BENCH_SIM_DIR)/full-risk-check.md
 
 # tiertune started 20 s (the suite's protocol) and 90 s before the
 # workload, beside Ceph's defaults and best-static's seed-0 pick, on PG

@@ -73,7 +73,7 @@ def tiertune_package() -> Dict[str, Any]:
         pkg = types.ModuleType('tiertune')
         pkg.__path__ = [str(MGR_DIR / 'tiertune')]
         sys.modules['tiertune'] = pkg
-    names = ('tuner', 'topology', 'sampling', 'rates', 'models', 'state', 'bounds')
+    names = ('tuner', 'topology', 'sampling', 'rates', 'models', 'state', 'bounds', 'health')
     return {n: importlib.import_module(f'tiertune.{n}') for n in names}
 
 

@@ -141,3 +141,29 @@ def test_a_tier_set_to_proxy_is_held(cluster):
     wait_row(cluster, 'the tick to see writeback again',
              lambda r: r['cache_mode'] == 'writeback'
              and not any(x.startswith('cache_mode') for x in r['decision']['reasons']))
+
+
+def tiertune_checks(c):
+    checks = c.ceph_json('health', 'detail').get('checks', {})
+    return {name: check for name, check in checks.items() if name.startswith('TIERTUNE_')}
+
+
+def test_ceph_health_says_when_a_tier_has_no_target(cluster):
+    """The real mgr's health checks, end to end: raised by the tick, shown
+    by `ceph health detail`, cleared when the cause goes."""
+    pool = cluster.spec.cache_pool
+    assert 'TIERTUNE_NO_TARGET' not in tiertune_checks(cluster)
+    cluster.ceph('osd', 'pool', 'set', pool, 'target_max_bytes', '0')
+    try:
+        check = cluster.wait_for('TIERTUNE_NO_TARGET in ceph health detail',
+                                 lambda: tiertune_checks(cluster).get('TIERTUNE_NO_TARGET'), 60)
+        assert check['severity'] == 'HEALTH_WARN'
+        assert check['summary']['message'] == \
+            '1 cache pool(s) without target_max_bytes/objects'
+        (detail,) = check['detail']
+        assert detail['message'].startswith(f'pool {pool} has no target_max_bytes/objects')
+    finally:
+        cluster.ceph('osd', 'pool', 'set', pool, 'target_max_bytes',
+                     str(cluster.spec.target_max_bytes))
+    cluster.wait_for('TIERTUNE_NO_TARGET to clear',
+                     lambda: 'TIERTUNE_NO_TARGET' not in tiertune_checks(cluster), 60)

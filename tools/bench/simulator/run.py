@@ -20,7 +20,7 @@ from scenario import Scenario
 
 from simulator import mgr_view
 from simulator.base_only import BaseOnlySim
-from simulator.tier import FINE_STEPS, MiB, Ratios, TierSim
+from simulator.tier import FINE_STEPS, MiB, Ratios, StepResult, TierSim
 from simulator.workload import Timeline, all_key_counts, make_bins
 
 # The simulator's step: the agent and the clients advance this much at once.
@@ -87,10 +87,15 @@ def _columns(lat: List[Tuple[float, float]]) -> Tuple[np.ndarray, np.ndarray]:
 def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
              log: Callable[[str], None] = lambda m: None,
              observe: Optional[Callable[[float, TierSim], None]] = None,
-             lead_in_ticks: int = LEAD_IN_TICKS) -> RunRecord:
+             lead_in_ticks: int = LEAD_IN_TICKS,
+             watch: Optional[Callable[[float, Optional[TiertuneDriver], StepResult], None]]
+             = None) -> RunRecord:
     """observe(t, sim), if given, sees the tier after each step (t: the
     step's end), for traces the record does not keep (full_spells.py).
-    lead_in_ticks: tiertune's ticks over the idle tier before t=0."""
+    lead_in_ticks: tiertune's ticks over the idle tier before t=0.
+    watch(t, driver, result), if given, sees tiertune's driver (None for
+    other policies) and the step's result after each step
+    (full_risk_check.py)."""
     if lead_in_ticks < 1:
         raise ValueError(f'lead_in_ticks must be at least 1, got {lead_in_ticks}')
     if policy.kind == 'best-static':
@@ -158,6 +163,8 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         res = sim.advance(STEP_S, timeline.at(t))
         if observe is not None and isinstance(sim, TierSim):
             observe(t + STEP_S, sim)
+        if watch is not None:
+            watch(t + STEP_S, driver, res)
         tput.append(res.bytes_done / STEP_S / MiB)
         offered.append(res.offered)
         total_bytes += res.bytes_done

@@ -1,8 +1,10 @@
 """The module's health checks, computed in one place from a tick's results."""
 
 import math
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
+from .law import TYPICAL_BURST_S
+from .report import fmt_bytes
 from .state import Settings
 from .topology import CacheTier
 from .tuner import PoolView
@@ -15,6 +17,35 @@ def _check(summary: str, detail: List[str]) -> Dict[str, Any]:
 def _seconds(s: float) -> str:
     # A band's slow edge is infinite when the inflow's spread exceeds its mean.
     return f'{s:.0f}s' if math.isfinite(s) else 'never'
+
+
+def why_writes_would_block(numbers: Mapping[str, Any]) -> Optional[str]:
+    """Why the pool's write surge would take its PGs to 100% of their
+    target whatever the ratios, from the law's figures (law._law's
+    numbers), or None.  The agent makes room by evicting clean data only: a
+    surge blocks writes when it is more than the cache holds above the
+    dirty floor (the law's overrun), or more than the room the dirty data
+    now leaves.  The surge is the law's: the typical burst seen, or before
+    one is seen the current inflow over TYPICAL_BURST_S.
+
+    Without this the full-risk check extrapolated the fill's growth over
+    the horizon, eviction ignored: on the simulator it was raised in all
+    six shipped scenarios in which no write ever blocked, reads alone
+    included (promotions fill the cache up to the full ratio, where
+    eviction holds it), on 9-35% of their ticks (tools/bench/full_risk_check.py)."""
+    surge, target, dirty = (numbers.get('surge_bytes'), numbers.get('target_bytes'),
+                            numbers.get('dirty'))
+    if not surge or not target:
+        return None
+    what = (f'the typical write surge ({fmt_bytes(surge)})' if numbers.get('bursts_seen')
+            else f'the write surge under way ({fmt_bytes(surge)} if it lasts '
+                 f'{TYPICAL_BURST_S:.0f} s)')
+    if numbers.get('surge_overflows'):
+        return f'{what} is more than the cache holds above its dirty floor'
+    if dirty is not None and dirty + surge / target > 1.0:
+        return (f'{what} does not fit beside the dirty data ({dirty:.2f} + {surge / target:.2f} '
+                f'of the target)')
+    return None
 
 
 def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
@@ -38,9 +69,12 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         # dominates, and the check came and went with the first burst a new
         # (or newly enabled) module saw.
         if view.fitted and ttf is not None and ttf.value < horizon:
-            full_risk.append(f'pool {tier.pool} is predicted to reach 100% of its target (where '
-                             f'writes block) in {_seconds(ttf.value)} (band {_seconds(ttf.low)} '
-                             f'to {_seconds(ttf.high)}), under the {horizon:.0f}s horizon')
+            why = why_writes_would_block(view.decision.numbers)
+            if why is not None:
+                full_risk.append(f'pool {tier.pool} is predicted to reach 100% of its target '
+                                 f'(where writes block) in {_seconds(ttf.value)} (band '
+                                 f'{_seconds(ttf.low)} to {_seconds(ttf.high)}), under the '
+                                 f'{horizon:.0f}s horizon: {why}')
         if view.decision.bounds_block:
             blocked.append(f'pool {tier.pool}: {view.decision.bounds_block}')
     checks: Dict[str, Any] = {}

@@ -400,6 +400,28 @@ def test_full_risk_is_not_raised_from_a_model_not_fitted(burst, make_module):
     assert any(predicted), 'the burst predicts no fill: the test proves nothing'
 
 
+@pytest.mark.parametrize('numbers,why', [
+    # a typical surge of 0.95 of the target, dirty floor 0.1: overruns
+    ({'surge_bytes': 950 << 20, 'target_bytes': 1000 << 20, 'dirty': 0.2, 'bursts_seen': 3,
+      'surge_overflows': True},
+     'the typical write surge (950.0 MiB) is more than the cache holds above its dirty floor'),
+    # 0.4 of the target beside 0.7 dirty: only clean data is evicted
+    ({'surge_bytes': 400 << 20, 'target_bytes': 1000 << 20, 'dirty': 0.7, 'bursts_seen': 0,
+      'surge_overflows': False},
+     'the write surge under way (400.0 MiB if it lasts 60 s) does not fit beside the dirty '
+     'data (0.70 + 0.40 of the target)'),
+    # fits beside the dirty data: eviction makes the room
+    ({'surge_bytes': 400 << 20, 'target_bytes': 1000 << 20, 'dirty': 0.5, 'bursts_seen': 2,
+      'surge_overflows': False}, None),
+    # no target known, or no surge (writes idle)
+    ({'surge_bytes': 400 << 20, 'target_bytes': None, 'dirty': 0.9}, None),
+    ({'surge_bytes': 0.0, 'target_bytes': 1000 << 20, 'dirty': 0.9}, None),
+])
+def test_why_writes_would_block(numbers, why):
+    from tiertune.health import why_writes_would_block
+    assert why_writes_would_block(numbers) == why
+
+
 def test_bounds_block_is_raised_until_the_bound_allows_the_change(burst, make_module):
     recs = idle_minute_then_the_burst(burst)
     m, get = make_module(recs[0]['inputs'])
