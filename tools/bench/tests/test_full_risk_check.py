@@ -26,6 +26,13 @@ def test_sim_reads_alone_never_raise_the_full_risk_check() -> None:
     assert tr.raised == []
 
 
+def test_sim_write_bursts_that_fit_never_raise_the_full_risk_check() -> None:
+    tr = _trace('bursty-write-fits')
+    # Each burst's fill growth is predicted to fill the cache; each fits.
+    assert tr.predicted and not tr.blocked
+    assert tr.raised == []
+
+
 def test_sim_writes_that_block_are_warned_once_the_model_is_fitted() -> None:
     tr = _trace('steady-write-above-backend')
     assert tr.raised, 'the check was never raised'
