@@ -72,7 +72,6 @@ def trace(sc: scn.Scenario, seed: int) -> Trace:
     from simulator.tier import StepResult
     tt = policies.tiertune_package()
     health = tt['health']
-    horizon = tt['bounds'].Knobs().horizon_s
     out = Trace()
     state: Dict[str, Any] = {'views': None, 'predicted': False, 'raised': False}
 
@@ -86,9 +85,10 @@ def trace(sc: scn.Scenario, seed: int) -> Trace:
             tiers = tt['topology'].cache_tiers(driver.get('osd_map'))
             checks = health.health_checks(tiers, views, driver.tuner.settings)
             state['raised'] = CHECK in checks
+            settings = driver.tuner.settings
             state['predicted'] = any(
-                v.fitted and v.predictions.time_to_full_s is not None
-                and v.predictions.time_to_full_s.value < horizon for v in views.values())
+                health.predicted_full(v, settings.pool(pid).knobs.horizon_s) is not None
+                for pid, v in views.items())
         if state['predicted']:
             out.predicted.append(t)
         if state['raised']:

@@ -4,6 +4,7 @@ import math
 from typing import Any, Dict, List, Mapping, Optional
 
 from .law import TYPICAL_BURST_S
+from .predictions import Band
 from .report import fmt_bytes
 from .state import Settings
 from .topology import CacheTier
@@ -45,6 +46,16 @@ def why_writes_would_block(numbers: Mapping[str, Any]) -> Optional[str]:
     return f'{what} is more than the cache holds above its dirty floor'
 
 
+def predicted_full(view: PoolView, horizon_s: float) -> Optional[Band]:
+    """The predicted time to 100% of the target, when under horizon_s and
+    from a fitted model (as the controller acts only on one: on a history
+    shorter than FIT_MIN_WINDOW_S one skewed stats report dominates, and
+    the check came and went with the first burst a new, or newly enabled,
+    module saw); else None."""
+    ttf = view.predictions.time_to_full_s     # (view.model would compute the promote gate)
+    return ttf if view.fitted and ttf is not None and ttf.value < horizon_s else None
+
+
 def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   settings: Settings) -> Dict[str, Any]:
     """TIERTUNE_NO_TARGET, TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK for
@@ -59,13 +70,9 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         view = views.get(pid)
         if view is None:
             continue
-        ttf = view.predictions.time_to_full_s     # (view.model would compute the promote gate)
         horizon = settings.pool(pid).knobs.horizon_s
-        # Only from a fitted model, as the controller acts only on one: on
-        # a history shorter than FIT_MIN_WINDOW_S one skewed stats report
-        # dominates, and the check came and went with the first burst a new
-        # (or newly enabled) module saw.
-        if view.fitted and ttf is not None and ttf.value < horizon:
+        ttf = predicted_full(view, horizon)
+        if ttf is not None:
             why = why_writes_would_block(view.decision.numbers)
             if why is not None:
                 full_risk.append(f'pool {tier.pool} is predicted to reach 100% of its target '
