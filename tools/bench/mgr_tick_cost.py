@@ -15,10 +15,17 @@ cache pool of --pg-num PGs each, bloom hit sets, a target_max_bytes) until
 there are that many, waits until every cache pool's history holds
 --history samples (sleep_interval --interval s, so the fill takes
 interval x history seconds), then waits --ticks more ticks and reads the
-figures.  The pools are idle: no client IO (the models then find no runs
-of writes, a little less work than under load; module_cost.py advances
-every pool's counters instead).  PGs are few: the tick reads no per-PG
-data.  Pool creation goes through the rados binding's mon_command (one
+figures.  By default the pools are idle: no client IO (the models then
+find no runs of writes, a little less work than under load;
+module_cost.py advances every pool's counters instead).  --load-ops N
+writes instead, from one thread of this process through the rados
+binding, N ops/s of 256 KiB spread round-robin over the tiers' base
+pools (so through each overlay), in bursts of --load-period seconds
+separated by as long a pause, over 8 keys per pool, with a 4 MiB target
+and dirty ratio 0.1 (the keys stay cached; the agent flushes them, writes
+dirty them again): the models then fit runs of writes, as on a busy
+cluster (at 3 writes/s a pool, three times their idle floor).  PGs are few:
+the tick reads no per-PG data.  Pool creation goes through the rados binding's mon_command (one
 `ceph` process per command would take minutes for 64 tiers).
 
 --pools N then adds plain pools (one PG each, no tier) until the cluster
@@ -27,16 +34,19 @@ the same cache pools, with the mgr's pool_stats now covering every pool,
 tier or not (about two seconds a pool to create).
 
 usage: tools/bench/mgr_tick_cost.py [--steps 1,64] [--pools N] [--interval 2] [--history 120]
-                                    [--ticks 20] [--pg-num 1] [--dir DIR] [--json FILE]
+                                    [--ticks 20] [--pg-num 1] [--load-ops N] [--load-period S]
+                                    [--dir DIR] [--json FILE]
 """
 
 import argparse
 import json
 import sys
 import tempfile
+import threading
 import time
+from collections import deque
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Deque, Dict, Iterable, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -48,9 +58,15 @@ from localcluster.cluster import FAST_RULE  # noqa: E402
 
 MiB = 1 << 20
 TARGET_MAX_BYTES = 64 * MiB
+# The target under --load-ops: twice the load's keys (LOAD_KEYS_PER_POOL);
+# a low dirty ratio, so that the agent flushes about as fast as clients
+# write (tiertune is in warn mode: it does not move them).
+LOAD_TARGET_MAX_BYTES = 4 * MiB
+LOAD_RATIOS = (('cache_target_dirty_ratio', '0.1'), ('cache_target_dirty_high_ratio', '0.3'))
 
 
-def tier_commands(i: int, pg_num: int) -> List[Dict[str, Any]]:
+def tier_commands(i: int, pg_num: int, target: int = TARGET_MAX_BYTES,
+                  ratios: Tuple[Tuple[str, str], ...] = ()) -> List[Dict[str, Any]]:
     """The mon commands that make writeback tier number i, in order."""
     base, cache = f'base{i}', f'cache{i}'
     cmds: List[Dict[str, Any]] = []
@@ -63,7 +79,8 @@ def tier_commands(i: int, pg_num: int) -> List[Dict[str, Any]]:
              {'prefix': 'osd tier cache-mode', 'pool': cache, 'mode': 'writeback'},
              {'prefix': 'osd tier set-overlay', 'pool': base, 'overlaypool': cache}]
     for var, val in (('hit_set_type', 'bloom'), ('hit_set_count', '4'),
-                     ('hit_set_period', '60'), ('target_max_bytes', str(TARGET_MAX_BYTES))):
+                     ('hit_set_period', '60'), ('target_max_bytes', str(target)),
+                     *ratios):
         cmds.append({'prefix': 'osd pool set', 'pool': cache, 'var': var, 'val': val})
     return cmds
 
@@ -88,12 +105,82 @@ def mon_commands(c: LocalCluster, cmds: Iterable[Dict[str, Any]]) -> None:
         cl.shutdown()
 
 
-def add_tiers(c: LocalCluster, first: int, last: int, pg_num: int) -> None:
-    mon_commands(c, (cmd for i in range(first, last) for cmd in tier_commands(i, pg_num)))
+def add_tiers(c: LocalCluster, first: int, last: int, pg_num: int,
+              target: int = TARGET_MAX_BYTES, ratios: Tuple[Tuple[str, str], ...] = ()) -> None:
+    mon_commands(c, (cmd for i in range(first, last)
+                     for cmd in tier_commands(i, pg_num, target, ratios)))
 
 
 def add_plain_pools(c: LocalCluster, first: int, last: int) -> None:
     mon_commands(c, (cmd for i in range(first, last) for cmd in plain_pool_commands(i)))
+
+
+# Sized so that the load keeps every model busy (see --load-ops): each
+# pool's keys (8 of 256 KiB, 2 MiB) fit in half its target, so after its
+# first write (proxied to the base, then promoted clean) a key stays
+# cached and every write lands in the cache; over the dirty ratio (0.1:
+# LOAD_RATIOS) the agent flushes, the next write dirties the object
+# again, and the pool's inflow (dirty growth plus flushes) is about what
+# is written: at 3 writes/s a pool, three times the models' idle floor
+# (256 KiB/s).
+LOAD_OBJECT_BYTES = 256 * 1024
+LOAD_KEYS_PER_POOL = 8
+LOAD_IN_FLIGHT = 16
+
+
+class Load:
+    """Writes to the tiers' base pools from one thread (see --load-ops):
+    ops_per_s ops/s while on, on and off for period_s each, asynchronous
+    (at most LOAD_IN_FLIGHT at once), round-robin over the pools."""
+
+    def __init__(self, c: LocalCluster, ops_per_s: float, period_s: float) -> None:
+        self._conf, self._ops, self._period = str(c.conf), ops_per_s, period_s
+        self._pools: List[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.written = 0
+
+    def start(self, tiers: int) -> None:
+        self._pools = [f'base{i}' for i in range(tiers)]
+        if not self._thread.is_alive():
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=60)
+
+    def _run(self) -> None:
+        cl = rados.Rados(conffile=self._conf)
+        cl.connect()
+        data = b'x' * LOAD_OBJECT_BYTES
+        ioctxs: Dict[str, Any] = {}
+        in_flight: Deque[Any] = deque()
+        t0, k = time.monotonic(), 0
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic() - t0
+                if int(now // self._period) % 2:     # the pause between bursts
+                    self._stop.wait(self._period - now % self._period)
+                    continue
+                pools = list(self._pools)
+                pool = pools[k % len(pools)]
+                if pool not in ioctxs:
+                    ioctxs[pool] = cl.open_ioctx(pool)
+                key = f'load{(k // len(pools)) % LOAD_KEYS_PER_POOL}'
+                in_flight.append(ioctxs[pool].aio_write_full(key, data))
+                if len(in_flight) >= LOAD_IN_FLIGHT:
+                    in_flight.popleft().wait_for_complete()
+                k += 1
+                self.written += 1
+                # Paced, not a closed loop: at most ops_per_s.
+                self._stop.wait(1.0 / self._ops)
+            for comp in in_flight:
+                comp.wait_for_complete()
+        finally:
+            for io in ioctxs.values():
+                io.close()
+            cl.shutdown()
 
 
 def tiertune_status(c: LocalCluster) -> Dict[str, Any]:
@@ -119,21 +206,30 @@ def pool_count(c: LocalCluster) -> int:
 
 
 def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: int,
-        pg_num: int, pools: int = 0) -> List[Dict[str, Any]]:
+        pg_num: int, pools: int = 0, load_ops: float = 0.0,
+        load_period: float = 20.0) -> List[Dict[str, Any]]:
     spec = ClusterSpec().with_overrides({'slow_osds': '0', 'make_tier': 'false',
                                          'bench_seconds': '0'})
     c = LocalCluster(workdir, spec)
     rows: List[Dict[str, Any]] = []
+    load = Load(c, load_ops, load_period) if load_ops > 0 else None
     try:
         c.start()
         for key, val in (('sleep_interval', interval), ('history_size', history)):
             c.ceph('config', 'set', 'mgr', f'mgr/tiertune/{key}', str(int(val)))
         have = 0
         for n in steps:
-            add_tiers(c, have, n, pg_num)
+            if load is None:
+                add_tiers(c, have, n, pg_num)
+            else:
+                add_tiers(c, have, n, pg_num, LOAD_TARGET_MAX_BYTES, LOAD_RATIOS)
             have = n
             c.wait_clean(timeout=300)
+            if load is not None:
+                load.start(n)
             rows.append(measure(c, n, history, ticks, interval))
+            if load is not None:
+                rows[-1]['load_ops_written'] = load.written
             print_progress(rows[-1])
         existing = pool_count(c)
         if pools > existing:
@@ -142,6 +238,8 @@ def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: i
             rows.append(measure(c, have, history, ticks, interval))
             print_progress(rows[-1])
     finally:
+        if load is not None:
+            load.stop()
         c.stop()
     return rows
 
@@ -149,7 +247,9 @@ def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: i
 def print_progress(row: Dict[str, Any]) -> None:
     print(f'{row["cache_pools"]:>5} cache pools of {row["pools"]}: tick CPU '
           f'{row["cpu_ms_median"]:.2f} ms median of {row["ticks"]} (max {row["cpu_ms_max"]:.2f}), '
-          f'last wall {row["wall_ms_last"]:.2f} ms', flush=True)
+          f'last wall {row["wall_ms_last"]:.2f} ms'
+          + (f'; {row["load_ops_written"]} writes so far' if 'load_ops_written' in row else ''),
+          flush=True)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -161,6 +261,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--history', type=int, default=120, help='history_size')
     ap.add_argument('--ticks', type=int, default=20)
     ap.add_argument('--pg-num', type=int, default=1)
+    ap.add_argument('--load-ops', type=float, default=0.0,
+                    help='client writes per second over all tiers while on (0: idle pools)')
+    ap.add_argument('--load-period', type=float, default=20.0,
+                    help='seconds of writes, then as many of pause, with --load-ops')
     ap.add_argument('--dir', type=Path, help='cluster directory (default: a new temporary one)')
     ap.add_argument('--json', type=Path, help='also write the rows here')
     args = ap.parse_args(argv)
@@ -171,9 +275,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         ap.error(f'--pools: more than the {2 * steps[-1]} pools the tiers make')
     workdir = args.dir or Path(tempfile.mkdtemp(prefix='tiertune-mgr-tick-'))
     rows = run(workdir, steps, args.interval, args.history, args.ticks, args.pg_num,
-               args.pools)
+               args.pools, args.load_ops, args.load_period)
+    io = (f'{args.load_ops:g} writes/s of 256 KiB over the tiers (4 MiB targets), '
+          f'{args.load_period:g} s on and off'
+          if args.load_ops > 0 else 'idle pools')
     print(f'real ceph-mgr, tiertune ticks every {args.interval} s, {args.history} samples per '
-          f'pool, {args.pg_num} PG(s) per pool, idle pools; CPU of the serve thread per tick')
+          f'pool, {args.pg_num} PG(s) per pool, {io}; CPU of the serve thread per tick')
     print(f'{"CACHE POOLS":>11} {"POOLS":>6} {"CPU MS (MEDIAN)":>16} {"MAX":>7} '
           f'{"WALL MS (LAST)":>15}  MEDIAN MS BY STEP')
     for r in rows:

@@ -99,3 +99,16 @@ def test_real_mgr_bench_wants_more_pools_than_its_tiers_make() -> None:
     import pytest
     with pytest.raises(SystemExit):
         mtc.main(['--steps', '1,64', '--pools', '128'])
+
+
+def test_real_mgr_bench_under_load_sizes_the_tier_so_writes_keep_dirtying_it() -> None:
+    import mgr_tick_cost as mtc
+    cmds = mtc.tier_commands(0, pg_num=1, target=mtc.LOAD_TARGET_MAX_BYTES,
+                             ratios=mtc.LOAD_RATIOS)
+    sets = {c['var']: c['val'] for c in cmds if c['prefix'] == 'osd pool set'}
+    assert sets['target_max_bytes'] == str(mtc.LOAD_TARGET_MAX_BYTES)
+    assert sets['cache_target_dirty_ratio'] == '0.1'
+    # The load's keys stay cached (so every write lands in the cache) and
+    # are well over the dirty ratio (so the agent flushes what is written).
+    keys = mtc.LOAD_KEYS_PER_POOL * mtc.LOAD_OBJECT_BYTES
+    assert 0.1 * mtc.LOAD_TARGET_MAX_BYTES < keys <= 0.5 * mtc.LOAD_TARGET_MAX_BYTES
