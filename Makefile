@@ -79,7 +79,9 @@ bench-tick-instructions:
 	$(PYTHON) tools/bench/tick_instructions.py $(TICK_INSTRUCTIONS_ARGS)
 
 # The tick inside a real ceph-mgr on a fresh local cluster, as tiertune's
-# own status reports it, at 1 and 64 cache pools (about 11 min).
+# own status reports it, at 1 and 64 cache pools (about 11 min; 20 here
+# in session 29).  MGR_TICK_COST_ARGS='--steps 64 --load-ops 192
+# --load-period 30' writes to every tier while it measures (busy models).
 bench-mgr-tick-cost:
 	$(PYTHON) tools/bench/mgr_tick_cost.py $(MGR_TICK_COST_ARGS)
 
