@@ -78,14 +78,11 @@ def trace(sc: scn.Scenario, seed: int) -> Trace:
     def watch(t: float, driver: Optional[policies.TiertuneDriver], res: StepResult) -> None:
         assert driver is not None
         out.steps += 1
-        views = driver.tuner.views
+        views, settings = driver.tuner.views, driver.tuner.settings
         key = tuple(id(v) for v in views.values())
         if key != state['views']:       # a tick ran: its views are new
             state['views'] = key
-            tiers = tt['topology'].cache_tiers(driver.get('osd_map'))
-            checks = health.health_checks(tiers, views, driver.tuner.settings)
-            state['raised'] = CHECK in checks
-            settings = driver.tuner.settings
+            state['raised'] = CHECK in health.health_checks(driver.tiers, views, settings)
             state['predicted'] = any(
                 health.predicted_full(v, settings.pool(pid).knobs.horizon_s) is not None
                 for pid, v in views.items())

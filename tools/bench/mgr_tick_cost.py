@@ -24,9 +24,10 @@ pools (so through each overlay), in bursts of --load-period seconds
 separated by as long a pause, over 8 keys per pool, with a 4 MiB target
 and dirty ratio 0.1 (the keys stay cached; the agent flushes them, writes
 dirty them again): the models then fit runs of writes, as on a busy
-cluster (at 3 writes/s a pool, three times their idle floor).  PGs are few:
-the tick reads no per-PG data.  Pool creation goes through the rados binding's mon_command (one
-`ceph` process per command would take minutes for 64 tiers).
+cluster (--load-ops 192 over 64 tiers is 3 writes/s a pool, three times
+their idle floor).  PGs are few: the tick reads no per-PG data.  Pool
+creation goes through the rados binding's mon_command (one `ceph`
+process per command would take minutes for 64 tiers).
 
 --pools N then adds plain pools (one PG each, no tier) until the cluster
 has N pools in all, the manager's own included, and measures once more:
@@ -163,7 +164,7 @@ class Load:
                 if int(now // self._period) % 2:     # the pause between bursts
                     self._stop.wait(self._period - now % self._period)
                     continue
-                pools = list(self._pools)
+                pools = self._pools     # replaced whole by start(), never changed
                 pool = pools[k % len(pools)]
                 if pool not in ioctxs:
                     ioctxs[pool] = cl.open_ioctx(pool)
@@ -213,16 +214,15 @@ def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: i
     c = LocalCluster(workdir, spec)
     rows: List[Dict[str, Any]] = []
     load = Load(c, load_ops, load_period) if load_ops > 0 else None
+    target, ratios = ((LOAD_TARGET_MAX_BYTES, LOAD_RATIOS) if load is not None
+                      else (TARGET_MAX_BYTES, ()))
     try:
         c.start()
         for key, val in (('sleep_interval', interval), ('history_size', history)):
             c.ceph('config', 'set', 'mgr', f'mgr/tiertune/{key}', str(int(val)))
         have = 0
         for n in steps:
-            if load is None:
-                add_tiers(c, have, n, pg_num)
-            else:
-                add_tiers(c, have, n, pg_num, LOAD_TARGET_MAX_BYTES, LOAD_RATIOS)
+            add_tiers(c, have, n, pg_num, target, ratios)
             have = n
             c.wait_clean(timeout=300)
             if load is not None:
@@ -276,7 +276,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     workdir = args.dir or Path(tempfile.mkdtemp(prefix='tiertune-mgr-tick-'))
     rows = run(workdir, steps, args.interval, args.history, args.ticks, args.pg_num,
                args.pools, args.load_ops, args.load_period)
-    io = (f'{args.load_ops:g} writes/s of 256 KiB over the tiers (4 MiB targets), '
+    io = (f'{args.load_ops:g} writes/s of {LOAD_OBJECT_BYTES >> 10} KiB over the tiers '
+          f'({LOAD_TARGET_MAX_BYTES // MiB} MiB targets), '
           f'{args.load_period:g} s on and off'
           if args.load_ops > 0 else 'idle pools')
     print(f'real ceph-mgr, tiertune ticks every {args.interval} s, {args.history} samples per '

@@ -95,6 +95,9 @@ class TiertuneDriver:
             audit=log, log=log)
         self.limits_args = (promote_objects_s, promote_bytes_s, osds)
         self.audit: List[str] = []
+        # The cache tiers of the last tick, as the module's tick hands them
+        # to its health checks.
+        self.tiers: Dict[int, Any] = {}
         self._configured = False
 
     def _configure(self, tiers: Dict[int, Any]) -> None:
@@ -111,7 +114,7 @@ class TiertuneDriver:
 
     def tick(self, mono: float, wall: float) -> None:
         tt = self.tt
-        tiers = tt['topology'].cache_tiers(self.get('osd_map'))
+        tiers = self.tiers = tt['topology'].cache_tiers(self.get('osd_map'))
         if not self._configured:
             self._configure(tiers)
         samples = tt['sampling'].take_samples(self.get, tiers, mono, wall)
