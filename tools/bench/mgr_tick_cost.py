@@ -29,6 +29,15 @@ their idle floor).  PGs are few: the tick reads no per-PG data.  Pool
 creation goes through the rados binding's mon_command (one `ceph`
 process per command would take minutes for 64 tiers).
 
+--pinning measures each step four times over: the daemons and this
+process sharing the machine's CPUs (as they do otherwise), then the
+active mgr on a CPU of its own and everything else (mon, OSDs, the load)
+on the others, then shared and pinned once more, the same length each
+(--ticks), so the machine's drift from minute to minute shows in the
+pairs (cpu_placement.py).  --idle-first, with --load-ops, measures the
+pools idle before the load starts, then waits until the histories hold
+only loaded samples (history x interval) and measures under load.
+
 --pools N then adds plain pools (one PG each, no tier) until the cluster
 has N pools in all, the manager's own included, and measures once more:
 the same cache pools, with the mgr's pool_stats now covering every pool,
@@ -36,11 +45,12 @@ tier or not (about two seconds a pool to create).
 
 usage: tools/bench/mgr_tick_cost.py [--steps 1,64] [--pools N] [--interval 2] [--history 120]
                                     [--ticks 20] [--pg-num 1] [--load-ops N] [--load-period S]
-                                    [--dir DIR] [--json FILE]
+                                    [--idle-first] [--pinning] [--dir DIR] [--json FILE]
 """
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -52,6 +62,7 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Tuple
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import cpu_placement  # noqa: E402
 import rados  # noqa: E402  (the Debian python3-rados binding, as the mgr has it)
 
 from localcluster import ClusterSpec, LocalCluster  # noqa: E402
@@ -195,10 +206,43 @@ def measure(c: LocalCluster, pools: int, history: int, ticks: int,
         return len(rows) == pools and all(r['samples'] >= history for r in rows)
     c.wait_for(f'{pools} cache pools with {history} samples each', filled,
                timeout=history * interval * 3 + 120, interval=5.0)
-    time.sleep(ticks * interval + interval)     # the last `ticks` ticks are all full-history
+    return read_ticks(c, pools, ticks, interval)
+
+
+def read_ticks(c: LocalCluster, pools: int, ticks: int, interval: float) -> Dict[str, Any]:
+    """The figures of the next `ticks` ticks (status keeps the last 20)."""
+    time.sleep(ticks * interval + interval)
     tick = tiertune_status(c)['tick']
     assert tick['cache_pools'] == pools, tick
     return {'cache_pools': pools, 'pools': pool_count(c), **tick}
+
+
+# --pinning's four measurements, in order: shared, pinned, shared, pinned.
+PLACEMENTS = ('shared', 'mgr on its own CPU') * 2
+
+
+def measure_placements(c: LocalCluster, pools: int, history: int, ticks: int,
+                       interval: float, pinning: bool) -> List[Dict[str, Any]]:
+    """measure(), then with --pinning the same again in each placement."""
+    first = measure(c, pools, history, ticks, interval)
+    if not pinning:
+        return [first]
+    cpus = os.sched_getaffinity(0)
+    mgr = [int(c.state['pids'][f'mgr.{c.active_mgr()}'])]
+    rest = [int(pid) for name, pid in c.state['pids'].items() if int(pid) not in mgr]
+    rest.append(os.getpid())
+    rows = []
+    try:
+        for placement in PLACEMENTS:
+            if placement == 'shared':
+                cpu_placement.share(mgr + rest, cpus)
+            else:
+                cpu_placement.split(mgr, rest, cpus)
+            rows.append({**read_ticks(c, pools, ticks, interval), 'placement': placement})
+            print_progress(rows[-1])
+    finally:
+        cpu_placement.share(mgr + rest, cpus)
+    return rows
 
 
 def pool_count(c: LocalCluster) -> int:
@@ -208,7 +252,8 @@ def pool_count(c: LocalCluster) -> int:
 
 def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: int,
         pg_num: int, pools: int = 0, load_ops: float = 0.0,
-        load_period: float = 20.0) -> List[Dict[str, Any]]:
+        load_period: float = 20.0, idle_first: bool = False,
+        pinning: bool = False) -> List[Dict[str, Any]]:
     spec = ClusterSpec().with_overrides({'slow_osds': '0', 'make_tier': 'false',
                                          'bench_seconds': '0'})
     c = LocalCluster(workdir, spec)
@@ -216,6 +261,16 @@ def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: i
     load = Load(c, load_ops, load_period) if load_ops > 0 else None
     target, ratios = ((LOAD_TARGET_MAX_BYTES, LOAD_RATIOS) if load is not None
                       else (TARGET_MAX_BYTES, ()))
+
+    def step(n: int, io: str) -> None:
+        for row in measure_placements(c, n, history, ticks, interval, pinning):
+            row['io'] = io
+            if load is not None and io == 'load':
+                row['load_ops_written'] = load.written
+            rows.append(row)
+            if 'placement' not in row:
+                print_progress(row)
+
     try:
         c.start()
         for key, val in (('sleep_interval', interval), ('history_size', history)):
@@ -225,18 +280,19 @@ def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: i
             add_tiers(c, have, n, pg_num, target, ratios)
             have = n
             c.wait_clean(timeout=300)
-            if load is not None:
+            if load is not None and idle_first:
+                step(n, 'idle')
                 load.start(n)
-            rows.append(measure(c, n, history, ticks, interval))
-            if load is not None:
-                rows[-1]['load_ops_written'] = load.written
-            print_progress(rows[-1])
+                # Until every sample in the histories was taken under load.
+                time.sleep(history * interval)
+            elif load is not None:
+                load.start(n)
+            step(n, 'idle' if load is None else 'load')
         existing = pool_count(c)
         if pools > existing:
             add_plain_pools(c, 0, pools - existing)
             c.wait_clean(timeout=600)
-            rows.append(measure(c, have, history, ticks, interval))
-            print_progress(rows[-1])
+            step(have, 'idle' if load is None else 'load')
     finally:
         if load is not None:
             load.stop()
@@ -245,11 +301,30 @@ def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: i
 
 
 def print_progress(row: Dict[str, Any]) -> None:
-    print(f'{row["cache_pools"]:>5} cache pools of {row["pools"]}: tick CPU '
+    print((f'[{row["placement"]}] ' if 'placement' in row else '') +
+          f'{row["cache_pools"]:>5} cache pools of {row["pools"]}: tick CPU '
           f'{row["cpu_ms_median"]:.2f} ms median of {row["ticks"]} (max {row["cpu_ms_max"]:.2f}), '
           f'last wall {row["wall_ms_last"]:.2f} ms'
           + (f'; {row["load_ops_written"]} writes so far' if 'load_ops_written' in row else ''),
           flush=True)
+
+
+def table(rows: List[Dict[str, Any]]) -> str:
+    """The rows as the printed table; IO and CPUS columns when a run has
+    more than one kind (--idle-first, --pinning)."""
+    io = len({r.get('io') for r in rows}) > 1
+    cpus = any('placement' in r for r in rows)
+    lines = [f'{"CACHE POOLS":>11} {"POOLS":>6} '
+             + (f'{"IO":<5} ' if io else '') + (f'{"CPUS":<18} ' if cpus else '')
+             + f'{"CPU MS (MEDIAN)":>16} {"MAX":>7} {"WALL MS (LAST)":>15}  MEDIAN MS BY STEP']
+    for r in rows:
+        by_step = ', '.join(f'{k} {v:.2f}' for k, v in r.get('cpu_ms_median_parts', {}).items())
+        lines.append(f'{r["cache_pools"]:>11} {r["pools"]:>6} '
+                     + (f'{r.get("io", ""):<5} ' if io else '')
+                     + (f'{r.get("placement", "shared"):<18} ' if cpus else '')
+                     + f'{r["cpu_ms_median"]:>16.2f} {r["cpu_ms_max"]:>7.2f} '
+                     f'{r["wall_ms_last"]:>15.2f}  {by_step}')
+    return '\n'.join(lines)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -265,29 +340,35 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help='client writes per second over all tiers while on (0: idle pools)')
     ap.add_argument('--load-period', type=float, default=20.0,
                     help='seconds of writes, then as many of pause, with --load-ops')
+    ap.add_argument('--idle-first', action='store_true',
+                    help='with --load-ops: measure the idle pools first, then under load')
+    ap.add_argument('--pinning', action='store_true',
+                    help='measure each step shared, with the mgr on a CPU of its own, '
+                         'shared and pinned again')
     ap.add_argument('--dir', type=Path, help='cluster directory (default: a new temporary one)')
     ap.add_argument('--json', type=Path, help='also write the rows here')
     args = ap.parse_args(argv)
     steps = [int(x) for x in args.steps.split(',')]
     if steps != sorted(set(steps)) or steps[0] < 1:
         ap.error('--steps: ascending counts of at least 1')
+    if args.idle_first and not args.load_ops:
+        ap.error('--idle-first: only with --load-ops')
+    if args.pinning and len(os.sched_getaffinity(0)) < 2:
+        ap.error('--pinning: needs two CPUs at least')
     if args.pools and args.pools <= 2 * steps[-1]:
         ap.error(f'--pools: more than the {2 * steps[-1]} pools the tiers make')
     workdir = args.dir or Path(tempfile.mkdtemp(prefix='tiertune-mgr-tick-'))
     rows = run(workdir, steps, args.interval, args.history, args.ticks, args.pg_num,
-               args.pools, args.load_ops, args.load_period)
+               args.pools, args.load_ops, args.load_period, args.idle_first, args.pinning)
     io = (f'{args.load_ops:g} writes/s of {LOAD_OBJECT_BYTES >> 10} KiB over the tiers '
           f'({LOAD_TARGET_MAX_BYTES // MiB} MiB targets), '
           f'{args.load_period:g} s on and off'
           if args.load_ops > 0 else 'idle pools')
+    if args.idle_first:
+        io = f'idle pools, then {io}'
     print(f'real ceph-mgr, tiertune ticks every {args.interval} s, {args.history} samples per '
           f'pool, {args.pg_num} PG(s) per pool, {io}; CPU of the serve thread per tick')
-    print(f'{"CACHE POOLS":>11} {"POOLS":>6} {"CPU MS (MEDIAN)":>16} {"MAX":>7} '
-          f'{"WALL MS (LAST)":>15}  MEDIAN MS BY STEP')
-    for r in rows:
-        by_step = ', '.join(f'{k} {v:.2f}' for k, v in r.get('cpu_ms_median_parts', {}).items())
-        print(f'{r["cache_pools"]:>11} {r["pools"]:>6} {r["cpu_ms_median"]:>16.2f} '
-              f'{r["cpu_ms_max"]:>7.2f} {r["wall_ms_last"]:>15.2f}  {by_step}')
+    print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

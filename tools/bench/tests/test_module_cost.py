@@ -4,6 +4,7 @@ asserted): the synthetic state, what one steady tick asks of the mgr, and
 how the instruction count is read."""
 
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -112,3 +113,44 @@ def test_real_mgr_bench_under_load_sizes_the_tier_so_writes_keep_dirtying_it() -
     # are well over the dirty ratio (so the agent flushes what is written).
     keys = mtc.LOAD_KEYS_PER_POOL * mtc.LOAD_OBJECT_BYTES
     assert 0.1 * mtc.LOAD_TARGET_MAX_BYTES < keys <= 0.5 * mtc.LOAD_TARGET_MAX_BYTES
+
+
+def test_pinning_puts_the_measured_process_on_one_cpu_and_the_rest_on_the_others() -> None:
+    import os
+    import subprocess
+
+    import cpu_placement
+    cpus = os.sched_getaffinity(0)
+    assert len(cpus) >= 2, 'the benchmark machines have two CPUs'
+    # Two processes of our own, each with a second thread: every thread moves.
+    code = 'import threading, time; threading.Thread(target=time.sleep, args=(60,)).start(); ' \
+           'time.sleep(60)'
+    a, b = (subprocess.Popen([sys.executable, '-c', code]) for _ in range(2))
+    try:
+        time.sleep(0.3)
+        assert len(cpu_placement.threads(a.pid)) == 2
+        placed = cpu_placement.split([a.pid], [b.pid], cpus)
+        assert placed['measured'] == {max(cpus)} and placed['rest'] == cpus - {max(cpus)}
+        assert all(os.sched_getaffinity(t) == {max(cpus)} for t in cpu_placement.threads(a.pid))
+        assert all(os.sched_getaffinity(t) == cpus - {max(cpus)}
+                   for t in cpu_placement.threads(b.pid))
+        cpu_placement.share([a.pid, b.pid], cpus)
+        assert all(os.sched_getaffinity(t) == cpus
+                   for p in (a.pid, b.pid) for t in cpu_placement.threads(p))
+    finally:
+        for p in (a, b):
+            p.kill()
+            p.wait()
+    assert cpu_placement.threads(a.pid) == [] and cpu_placement.set_cpus([a.pid], cpus) == 0
+
+
+def test_real_mgr_bench_table_shows_io_and_placement_only_when_a_run_has_both_kinds() -> None:
+    import mgr_tick_cost as mtc
+    row = {'cache_pools': 64, 'pools': 129, 'cpu_ms_median': 9.5, 'cpu_ms_max': 12.0,
+           'wall_ms_last': 10.0, 'cpu_ms_median_parts': {'pool_stats': 2.0}, 'io': 'load'}
+    plain = mtc.table([row])
+    assert 'IO' not in plain and 'CPUS' not in plain and 'pool_stats 2.00' in plain
+    both = mtc.table([{**row, 'io': 'idle'}, {**row, 'placement': 'mgr on its own CPU'}])
+    head, idle, pinned = both.splitlines()
+    assert 'IO' in head and 'CPUS' in head
+    assert 'idle' in idle and 'shared' in idle and 'load' in pinned and 'own CPU' in pinned
