@@ -68,6 +68,7 @@ class Commands:
 
         def get(self, data_name: str) -> Any: ...
         def _save_settings_locked(self) -> None: ...
+        def _ensure_loaded(self) -> None: ...
         def _effects(self) -> Effects: ...
 
     def _pool_arg(self, pool: str, fmt: str) -> Union[CacheTier, HandleCommandResult]:
@@ -102,6 +103,7 @@ class Commands:
         bad = bad_format(format)
         if bad:
             return bad
+        self._ensure_loaded()
         osd_map = self.get('osd_map')
         if pool is not None:
             err = check_pool(osd_map, pool)
@@ -151,15 +153,23 @@ class Commands:
             if isinstance(found, HandleCommandResult):
                 return found
             tier = found
+        self._ensure_loaded()
         with self._lock:
             s = self._tuner.settings
             if tier is None:
                 s.mode = new
+                taken = [ps for ps in s.pools.values() if ps.mode is None]
             else:
                 ps = s.pool(tier.pool_id)
                 ps.mode = new
-                if new == 'on':
+                taken = [ps]
+            if new == 'on':
+                for ps in taken:
+                    # Whatever the pool has now, set by tiertune or by hand
+                    # while it was not `on`, is where tiertune goes on from:
+                    # not a hand change to respect (tuner.Tuner._adopt).
                     ps.manual_change = None
+                    ps.last_applied = None
             self._save_settings_locked()
         what = f'pool {pool}' if pool else 'default'
         self._wake.set()
@@ -173,6 +183,7 @@ class Commands:
         tier = self._pool_arg(pool, format)
         if isinstance(tier, HandleCommandResult):
             return tier
+        self._ensure_loaded()
         with self._lock:
             ps = self._tuner.settings.pool(tier.pool_id)
             bounds, knobs, problem = with_setting(ps.bounds, ps.knobs, key, value)
@@ -192,6 +203,7 @@ class Commands:
         if isinstance(found, HandleCommandResult):
             return found
         tier, osd_map = found
+        self._ensure_loaded()
         with self._lock:
             if self._book.get(tier.pool_id) is None:
                 return HandleCommandResult(-errno.EAGAIN, '',
@@ -229,6 +241,7 @@ class Commands:
             if isinstance(tier, HandleCommandResult):
                 return tier
             pid = tier.pool_id
+        self._ensure_loaded()
         with self._lock:
             records = sorted((r for p, h in self._tuner.histories.items()
                               if pid is None or p == pid for r in h), key=lambda r: r.time)
@@ -239,10 +252,14 @@ class Commands:
     def _cmd_reset(self, pool: str, format: str = 'plain') -> HandleCommandResult:
         """Restore the ratios a pool had when tiertune first took control of it,
         and set the pool to warn"""
-        tier = self._pool_arg(pool, format)
-        if isinstance(tier, HandleCommandResult):
-            return tier
+        self._ensure_loaded()
         with self._lock:
+            # The map read under the lock: a tick changing the pool's ratios
+            # meanwhile has finished (Tuner.reset handles a map that has
+            # not caught up with that change yet).
+            tier = self._pool_arg(pool, format)
+            if isinstance(tier, HandleCommandResult):
+                return tier
             rc, msg = self._tuner.reset(tier.pool_id, tier, self._effects(), time.time())
         if rc:
             return HandleCommandResult(rc, '', msg)

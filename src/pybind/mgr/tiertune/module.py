@@ -10,7 +10,7 @@ and models (estimates), controller (recommendation), actuation and tuner
 import math
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Set
 
 from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
@@ -21,12 +21,15 @@ from .options import OPTION_NAMES, OPTIONS
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
-from .state import Settings, history_from_json, history_to_json
+from .state import UNREADABLE, history_from_json, history_to_store, settings_from_store
 from .tick_cost import StepClock, TickCosts
 from .topology import CacheTier, cache_tiers, cluster_flags, rule_osds, up_osds
 from .tuner import Effects, Tuner
 
 SETTINGS_KEY = 'state'
+# Where stored settings that could not be read are copied at load, before
+# the defaults that replace them are saved over the original.
+UNREADABLE_SETTINGS_KEY = 'state.unreadable'
 HISTORY_PREFIX = 'history/'
 SAMPLES_PREFIX = 'samples/'
 # At most this many pools' samples are written per tick: the tick's cost
@@ -74,24 +77,52 @@ class Module(Commands, MgrModule):
 
     # ----- options and persistence ------------------------------------------------
     def config_notify(self) -> None:
+        self._read_options()
+        self._wake.set()
+
+    def _read_options(self) -> None:
         for name in OPTION_NAMES:
             setattr(self, name, self.get_module_option(name))
         with self._lock:
             if self._book.size != int(self.history_size):
                 self._book.resize(int(self.history_size))
-        self._wake.set()
+
+    def _ensure_loaded(self) -> None:
+        """For commands.  The mgr takes commands as soon as the module is
+        loaded, which can be before the serve thread's first _load (right
+        after a mgr start or failover): a command must act on the stored
+        settings, not on the defaults, or its save would replace every
+        other pool's settings with them."""
+        with self._lock:
+            if not self._loaded:
+                self._read_options()    # the samples' window depends on them
+                self._load()
 
     def _load(self, mono: Optional[float] = None, wall: Optional[float] = None) -> None:
         """Settings, decision history and samples from the store (the mgr's
         local copy: cheap).  Once, before the first tick or command needs
-        them.  mono/wall: now (tests replay recorded times)."""
+        them.  mono/wall: now (tests replay recorded times).  What cannot
+        be read is logged and left out: the module starts whatever the
+        store holds."""
         with self._lock:
             if self._loaded:
                 return
-            self._tuner.settings = Settings.from_json(self.get_store(SETTINGS_KEY))
+            text = self.get_store(SETTINGS_KEY)
+            self._tuner.settings, problems = settings_from_store(text)
+            if problems:
+                self.set_store(UNREADABLE_SETTINGS_KEY, text)
+                for p in problems:
+                    self.log.error('stored settings: %s', p)
+                self.cluster_log('cluster', self.ClusterLogPrio.WARN,
+                                 f'tiertune: stored settings partly unreadable '
+                                 f'({"; ".join(problems)}); the original is kept in '
+                                 f'mgr/tiertune/{UNREADABLE_SETTINGS_KEY}')
             for key, text in self.get_store_prefix(HISTORY_PREFIX).items():
-                pid = int(key[len(HISTORY_PREFIX):])
-                self._tuner.histories[pid] = history_from_json(text)
+                try:
+                    self._tuner.histories[int(key[len(HISTORY_PREFIX):])] = \
+                        history_from_json(text)
+                except UNREADABLE as e:
+                    self.log.warning('stored %s not used: %s: %s', key, type(e).__name__, e)
             self._restore_samples_locked(time.monotonic() if mono is None else mono,
                                          time.time() if wall is None else wall)
             self._loaded = True
@@ -122,7 +153,7 @@ class Module(Commands, MgrModule):
 
     def _save_history(self, pool_id: int) -> None:
         self.set_store(f'{HISTORY_PREFIX}{pool_id}',
-                       history_to_json(self._tuner.history(pool_id)))
+                       history_to_store(self._tuner.history(pool_id)))
 
     def _pool_set(self, pool: str, var: str, val: str) -> Optional[str]:
         try:
@@ -148,7 +179,8 @@ class Module(Commands, MgrModule):
     def serve(self) -> None:
         self.config_notify()
         self._wake.clear()   # config_notify wakes the loop; nothing to wake yet
-        self._load()
+        # The store is loaded by the first tick (or an earlier command),
+        # inside the loop's guard: nothing stored can end the loop.
         self.log.info('tiertune starting: every %ss', self.sleep_interval)
         while not self._shutdown.is_set():
             try:
@@ -182,10 +214,12 @@ class Module(Commands, MgrModule):
         mono = time.monotonic() if mono is None else mono
         wall = time.time() if wall is None else wall
         self._load(mono, wall)
+        pools: Optional[Set[int]] = None   # every pool in the map, when it was read
         if self._osdmap_changed.is_set():
             self._osdmap_changed.clear()
             osd_map = self.get('osd_map')
             tiers = cache_tiers(osd_map)
+            pools = {int(p['pool']) for p in osd_map.get('pools', [])}
             self._flags = cluster_flags(osd_map)
             self._limits = self._promote_limits(tiers, max(up_osds(osd_map), 1))
         else:
@@ -200,6 +234,8 @@ class Module(Commands, MgrModule):
             for pid in self._book.record(samples, dirty_bytes, tiers.keys()):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
             saves = self._samples_to_save_locked(samples.keys(), tiers.keys(), mono)
+            if pools is not None:
+                saves.update(self._forget_deleted_pools_locked(pools))
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
             before = {pid: len(self._tuner.history(pid)) for pid in active}
@@ -239,6 +275,25 @@ class Module(Commands, MgrModule):
                 self._book.saved_entries(pid), cache=self._sample_rows.setdefault(pid, {}))
             self._samples_saved[pid] = mono
         return out
+
+    def _forget_deleted_pools_locked(self, pools: Set[int]) -> Dict[str, Optional[str]]:
+        """Drop the settings and decision history of pools the OSD map no
+        longer has (deleted: Ceph never reuses a pool id), so that status
+        and history stop showing them and the stored settings stop growing.
+        Returns the store keys to remove.  A pool that is only no longer a
+        cache tier keeps them: its tier may be back (cache mode none and
+        writeback again) and its bounds with it."""
+        t = self._tuner
+        gone = sorted((set(t.settings.pools) | set(t.histories)) - pools)
+        for pid in gone:
+            self.log.info('pool %d was deleted: its tiertune settings and history dropped', pid)
+            t.histories.pop(pid, None)
+            t.retry_after.pop(pid, None)
+            t.changed_over.pop(pid, None)
+        removed = [t.settings.pools.pop(pid, None) for pid in gone]
+        if any(ps is not None for ps in removed):
+            self._save_settings_locked()
+        return {f'{HISTORY_PREFIX}{pid}': None for pid in gone}
 
     def _progress_calls(self, active: Dict[int, CacheTier], levels: Dict[int, AgentLevels],
                         before: Dict[int, int], mono: float) -> List[Call]:

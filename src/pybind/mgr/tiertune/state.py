@@ -8,7 +8,7 @@ for each pool's decisions) and writes a key only when it changed.
 import json
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from .bounds import Bounds, Knobs, as_dict, bounds_from_dict, knobs_from_dict
 from .topology import Ratios
@@ -58,9 +58,28 @@ class PoolState:
             knobs=knobs_from_dict(d.get('knobs') or {}),
             baseline=ratios_from_dict(d['baseline']) if d.get('baseline') else None,
             last_applied=ratios_from_dict(d['last_applied']) if d.get('last_applied') else None,
-            last_change_wall=d.get('last_change_wall'),
-            manual_change=d.get('manual_change'),
+            last_change_wall=_opt_float(d.get('last_change_wall')),
+            manual_change=_opt_str(d.get('manual_change')),
         )
+
+
+def _opt_float(v: Any) -> Optional[float]:
+    """A stored number or None; anything else is refused (ValueError), not
+    kept to fail later, in a tick's arithmetic."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f'not a number: {v!r}')
+    return float(v)
+
+
+def _opt_str(v: Any) -> Optional[str]:
+    return None if v is None else str(v)
+
+
+# What a stored value that cannot be read raises, from json.loads
+# (ValueError) to a missing or mistyped field.
+UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)
 
 
 @dataclass
@@ -92,6 +111,31 @@ class Settings:
                    pools={int(k): PoolState.from_dict(v) for k, v in d.get('pools', {}).items()})
 
 
+def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
+    """The stored settings, and what could not be read of them: a pool
+    whose entry is unreadable is left out (it follows the default mode, with
+    default bounds), and an unreadable whole gives the defaults.  Never
+    raises: the module must start whatever the store holds."""
+    if not text:
+        return Settings(), []
+    try:
+        d = json.loads(text)
+        pools = d.get('pools') or {}
+        mode = d.get('mode')
+        items = list(pools.items())
+    except UNREADABLE as e:
+        return Settings(), [f'settings unreadable ({type(e).__name__}: {e}); defaults used']
+    settings = Settings(mode=mode if mode in MODES else DEFAULT_MODE)
+    problems = []
+    for key, value in items:
+        try:
+            settings.pools[int(key)] = PoolState.from_dict(value)
+        except UNREADABLE as e:
+            problems.append(f'pool {key}: settings unreadable ({type(e).__name__}: {e}); '
+                            f'left out')
+    return settings, problems
+
+
 @dataclass(frozen=True)
 class DecisionRecord:
     """One decision tiertune acted on (or failed to), for `tiertune history`."""
@@ -117,6 +161,25 @@ class DecisionRecord:
 
 def history_to_json(records: Deque[DecisionRecord]) -> str:
     return json.dumps([r.to_dict() for r in records])
+
+
+# The mon refuses a config-key value over mon_config_key_max_entry_size (64
+# KiB by default), and Pacific's set_store only logs the refusal: the store
+# would keep an older copy.  A decision's reasons run to a few hundred bytes
+# each, so HISTORY_KEEP of them can pass that.
+HISTORY_MAX_TEXT_BYTES = 56 * 1024
+
+
+def history_to_store(records: Deque[DecisionRecord]) -> str:
+    """history_to_json, without the oldest decisions if the whole would
+    not fit in HISTORY_MAX_TEXT_BYTES."""
+    items = [json.dumps(r.to_dict()) for r in records]
+    size = 2 + sum(len(i.encode()) for i in items) + 2 * max(len(items) - 1, 0)
+    first = 0
+    while size > HISTORY_MAX_TEXT_BYTES and first < len(items):
+        size -= len(items[first].encode()) + (2 if first < len(items) - 1 else 0)
+        first += 1
+    return '[' + ', '.join(items[first:]) + ']'
 
 
 def history_from_json(text: Optional[str]) -> Deque[DecisionRecord]:

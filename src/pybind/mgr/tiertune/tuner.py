@@ -92,6 +92,13 @@ class Tuner:
     retry_after: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # mono, backoff
     # Per pool, the models' arrays kept between ticks (see models.SeriesCache).
     series: Dict[int, models.SeriesCache] = field(default_factory=dict)
+    # Per pool, the pool's last_change epoch in the OSD map tiertune's last
+    # change to it was planned from.  The mgr receives the map its change
+    # made some time after the mon command returns: a tick that comes first
+    # (woken by a command) sees last_change no later than this, and the
+    # ratios from before the change, which are not a change by hand.  In
+    # memory only: a new mgr starts from a map newer than any change made.
+    changed_over: Dict[int, int] = field(default_factory=dict)
 
     def history(self, pool_id: int) -> Deque[DecisionRecord]:
         if pool_id not in self.histories:
@@ -125,6 +132,8 @@ class Tuner:
             if mode == 'on':
                 self._notice_manual_change(pid, tier, eff)
                 mode = self.settings.effective_mode(pid)
+            if mode == 'on':
+                self._adopt(pid, tier, eff)
             # The newest entry's levels, as fit_pools computed them; the
             # model's promote gate pending: the law does not read it.
             inp = self._controller_input(pid, tier, model, self.series[pid].levels,
@@ -176,10 +185,28 @@ class Tuner:
         return PoolView(model, controller.decide(inp), mode)
 
     def _set_before_a_hand_change(self, pid: int, tier: CacheTier) -> Optional[Ratios]:
-        """What tiertune last set, when the pool's ratios now differ from it
-        (someone changed them by hand); else None."""
+        """What tiertune last set (or took over), when the pool's ratios now
+        differ from it (someone changed them by hand); else None, also when
+        the OSD map predates tiertune's own last change (see changed_over)."""
         applied = self.settings.pool(pid).last_applied
-        return applied if applied is not None and not same(applied, tier.ratios) else None
+        if applied is None or same(applied, tier.ratios):
+            return None
+        return None if self._map_predates_own_change(pid, tier) else applied
+
+    def _map_predates_own_change(self, pid: int, tier: CacheTier) -> bool:
+        over = self.changed_over.get(pid)
+        return over is not None and tier.last_change <= over
+
+    def _adopt(self, pid: int, tier: CacheTier, eff: Effects) -> None:
+        """A pool in `on` mode that tiertune has not changed since it took
+        control (first `on`, or `on` again after a hand change or a reset):
+        the ratios it has now are the ones a later hand change is told
+        from.  Without this a hand change before tiertune's first own
+        change would be taken back, not respected."""
+        ps = self.settings.pool(pid)
+        if ps.last_applied is None and not self._map_predates_own_change(pid, tier):
+            ps.last_applied = tier.ratios
+            eff.save_settings()
 
     def _fit_job(self, pid: int, tier: CacheTier, book: HistoryBook,
                  limits: Mapping[int, models.PromoteLimits]) -> models.FitJob:
@@ -225,6 +252,7 @@ class Tuner:
             ps.last_applied = reached
             ps.last_change_wall = wall
             ps.manual_change = None
+            self.changed_over[pid] = tier.last_change
             eff.audit(f'tiertune: pool {tier.pool}: {fmt(tier.ratios)} -> {fmt(reached)}: '
                       f'{reason}' + ('' if err is None else f' (incomplete: {err})'))
         if err is None:
@@ -264,15 +292,34 @@ class Tuner:
             return 0, (f'pool {tier.pool}: tiertune never changed it (no baseline); '
                        f'mode set to warn')
         baseline = ps.baseline
-        _, err = self.apply_ratios(tier.pool, tier.ratios, baseline, eff)
+        # The mgr's OSD map can predate tiertune's own last change (see
+        # changed_over): the pool then has what tiertune set, and a plan
+        # from the map's ratios would leave that in place.
+        current = (ps.last_applied if ps.last_applied is not None
+                   and self._map_predates_own_change(pid, tier) else tier.ratios)
+        reached, err = self.apply_ratios(tier.pool, current, baseline, eff)
         if err is not None:
+            if not same(reached, current):
+                # Part of the way back: recorded as tiertune's own change,
+                # so the next tick does not take it for a hand change.
+                ps.last_applied = reached
+                ps.last_change_wall = wall
+                self.changed_over[pid] = tier.last_change
+                self.history(pid).append(DecisionRecord(
+                    time=wall, pool=tier.pool, mode='reset', old=current, new=baseline,
+                    reason='tiertune reset: baseline restored', result=f'failed: {err}'))
+                eff.audit(f'tiertune: pool {tier.pool}: reset {fmt(current)} -> '
+                          f'{fmt(baseline)} (baseline) stopped at {fmt(reached)}: {err}')
+                eff.save_settings()
+                eff.save_history(pid)
             return -errno.EIO, f'reset of {tier.pool} failed: {err}'
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='reset',
-                                                old=tier.ratios, new=baseline,
+                                                old=current, new=baseline,
                                                 reason='tiertune reset: baseline restored',
                                                 result='reset'))
-        eff.audit(f'tiertune: pool {tier.pool}: reset {fmt(tier.ratios)} -> '
+        eff.audit(f'tiertune: pool {tier.pool}: reset {fmt(current)} -> '
                   f'{fmt(baseline)} (baseline); mode warn')
+        self.changed_over[pid] = tier.last_change
         ps.mode = 'warn'
         ps.last_applied = None
         ps.manual_change = None

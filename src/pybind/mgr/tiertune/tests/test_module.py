@@ -546,3 +546,162 @@ def test_many_pools_are_saved_a_few_a_tick_longest_unsaved_first(burst, make_mod
         order += [int(k[len(SAMPLES_PREFIX):]) for k in out]
     # all five before any is written twice, then the first again
     assert sorted(order[:5]) == pools and order[5] == order[0]
+
+
+# ----- the stored state over a restart: commands first, unreadable values, deleted pools
+
+def test_a_command_before_the_first_tick_acts_on_the_stored_settings(burst, make_module):
+    """The mgr takes commands as soon as the module is loaded, possibly
+    before the serve thread has loaded the store: a command then must not
+    save defaults over every other pool's settings."""
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    pool = burst['spec']['cache_pool']
+    (pid,) = m._tiers
+    assert m._cmd_mode('on').retval == 0
+    assert m._cmd_set(pool, 'dirty_ratio_min', 0.2).retval == 0
+    other = m._tuner.settings.pool(pid + 100)    # another cache pool's settings
+    other.mode = 'off'
+    m._save_settings_locked()
+    m2 = restart(get)                             # no tick yet
+    assert m2._cmd_set(pool, 'max_step', 0.2).retval == 0
+    stored = json.loads(m2.get_store('state'))
+    assert stored['mode'] == 'on'
+    assert stored['pools'][str(pid)]['bounds']['dirty_ratio_min'] == 0.2
+    assert stored['pools'][str(pid)]['knobs']['max_step'] == 0.2
+    assert stored['pools'][str(pid + 100)]['mode'] == 'off'
+    m3 = restart(get)
+    assert m3._cmd_mode(pool, 'warn').retval == 0
+    assert json.loads(m3.get_store('state'))['pools'][str(pid + 100)]['mode'] == 'off'
+    m4 = restart(get)
+    assert json.loads(m4._cmd_status(format='json').stdout)['mode'] == 'on'
+
+
+@pytest.mark.parametrize('stored', ['{not json', '[1, 2]', '{"mode": "on", "pools": 7}'])
+def test_unreadable_stored_settings_give_the_defaults_and_are_kept(burst, make_module, stored):
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    m.set_store('state', stored)
+    m2 = restart(get)
+    m2.tick(burst['samples'][2]['mono'], burst['samples'][2]['wall'])     # does not raise
+    assert m2._tuner.settings.mode == 'warn' and m2._tuner.views
+    assert m2.get_store('state.unreadable') == stored
+    assert any('stored settings partly unreadable' in line
+               for line in m2.cluster_log_lines)
+
+
+def test_one_unreadable_pool_entry_leaves_the_others(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    (pid,) = m._tiers
+    m.set_store('state', json.dumps({'mode': 'on', 'pools': {
+        str(pid): {'mode': 'off', 'bounds': {'dirty_ratio_min': 0.2}},
+        '77': {'mode': 'on', 'last_change_wall': 'yesterday'},
+        '78': 'not a pool entry'}}))
+    m2 = restart(get)
+    m2.tick(burst['samples'][2]['mono'], burst['samples'][2]['wall'])
+    s = m2._tuner.settings
+    assert s.mode == 'on' and s.pools[pid].mode == 'off'
+    assert s.pools[pid].bounds.dirty_ratio_min == 0.2
+    assert 77 not in s.pools and 78 not in s.pools
+    assert '"77"' in m2.get_store('state.unreadable')
+
+
+def test_an_unreadable_stored_history_is_left_out(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    (pid,) = m._tiers
+    m.set_store(f'history/{pid}', '[{"time": 1}]')
+    m.set_store('history/notapool', '[]')
+    m2 = restart(get)
+    m2.tick(burst['samples'][2]['mono'], burst['samples'][2]['wall'])
+    assert m2._tuner.views and not m2._tuner.history(pid)
+
+
+def test_a_deleted_pools_settings_and_history_are_dropped(burst, make_module):
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    (pid,) = m._tiers
+    gone = 4242                                   # no such pool in the map
+    m._tuner.settings.pool(gone).mode = 'on'
+    m._tuner.history(gone)
+    m.set_store(f'history/{gone}', '[]')
+    m._tuner.settings.pool(pid).mode = 'off'
+    m._save_settings_locked()
+    m.notify(NotifyType.osd_map, '')
+    get.inputs = recs[2]['inputs']
+    m.tick(recs[2]['mono'], recs[2]['wall'])
+    assert gone not in m._tuner.settings.pools and gone not in m._tuner.histories
+    assert m.get_store(f'history/{gone}') is None
+    stored = json.loads(m.get_store('state'))['pools']
+    assert str(gone) not in stored and stored[str(pid)]['mode'] == 'off'
+    # A pool that is only no longer a cache tier keeps its settings.
+    inputs = copy.deepcopy(recs[3]['inputs'])
+    for p in inputs['osd_map']['pools']:
+        p['tier_of'], p['tiers'], p['read_tier'], p['write_tier'] = -1, [], -1, -1
+        p['cache_mode'] = 'none'
+    get.inputs = inputs
+    m.notify(NotifyType.osd_map, '')
+    m.tick(recs[3]['mono'], recs[3]['wall'])
+    assert m._tuner.settings.pools[pid].mode == 'off'
+
+
+def test_the_stored_decision_history_fits_the_mons_limit(burst, make_module):
+    from collections import deque
+
+    from tiertune.state import HISTORY_KEEP, HISTORY_MAX_TEXT_BYTES, DecisionRecord
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    (pid,) = m._tiers
+    r = ratios_from_dict({'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8})
+    m._tuner.histories[pid] = deque(
+        (DecisionRecord(time=float(i), pool='cache', mode='on', old=r, new=r,
+                        reason='a long reason ' * 70, result='applied')
+         for i in range(HISTORY_KEEP)), maxlen=HISTORY_KEEP)
+    m._save_history(pid)
+    text = m.get_store(f'history/{pid}')
+    assert len(text.encode()) <= HISTORY_MAX_TEXT_BYTES
+    kept = json.loads(text)
+    assert 0 < len(kept) < HISTORY_KEEP and kept[-1]['time'] == HISTORY_KEEP - 1
+    assert [d['time'] for d in kept] == list(range(HISTORY_KEEP - len(kept), HISTORY_KEEP))
+    m._tuner.histories[pid] = deque(list(m._tuner.histories[pid])[:3])
+    m._save_history(pid)
+    assert len(json.loads(m.get_store(f'history/{pid}'))) == 3
+
+
+def _with_ratios(inputs, pool, dirty_micro, bump_epoch):
+    out = copy.deepcopy(inputs)
+    for p in out['osd_map']['pools']:
+        if p['pool_name'] == pool:
+            p['cache_target_dirty_ratio_micro'] = dirty_micro
+            p['last_change'] = str(int(p['last_change']) + bump_epoch)
+    return out
+
+
+def test_on_again_after_a_hand_change_in_warn_mode_stays_on(burst, make_module, monkeypatch):
+    """on, a change by tiertune, warn, a ratio set by hand, on: the operator
+    said on with the hand-set ratio in place, so it is where tiertune goes
+    on from, not a change to respect by going back to warn."""
+    import dataclasses
+
+    from tiertune import controller
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    pool = burst['spec']['cache_pool']
+    m, get = run_ticks(make_module, recs[:6])
+    (pid,) = m._tiers
+    sets = []
+    monkeypatch.setattr(m, '_pool_set', lambda *args: sets.append(args))
+    real = controller.decide
+    monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
+        real(inp), action='change', next=Ratios(0.2, 0.6, 0.8),
+        recommended=Ratios(0.2, 0.6, 0.8), reasons=('test: forced',)))
+    assert m._cmd_mode(pool, 'on').retval == 0
+    m.tick(recs[6]['mono'], recs[6]['wall'])
+    ps = m._tuner.settings.pools[pid]
+    assert sets and ps.last_applied == Ratios(0.2, 0.6, 0.8)
+    assert m._cmd_mode(pool, 'warn').retval == 0
+    get.inputs = _with_ratios(recs[7]['inputs'], pool, 500000, bump_epoch=3)  # by hand: 0.5
+    m.notify(NotifyType.osd_map, '')
+    m.tick(recs[7]['mono'], recs[7]['wall'])
+    assert m._cmd_mode(pool, 'on').retval == 0
+    monkeypatch.setattr(controller, 'decide', real)
+    get.inputs = _with_ratios(recs[8]['inputs'], pool, 500000, bump_epoch=3)
+    m.tick(recs[8]['mono'], recs[8]['wall'])
+    assert ps.mode == 'on' and ps.manual_change is None
+    assert ps.last_applied == Ratios(0.5, 0.6, 0.8)       # taken over on `on`

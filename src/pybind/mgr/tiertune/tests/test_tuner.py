@@ -2,6 +2,7 @@
 effects faked: what it would send as `osd pool set`, save and audit."""
 
 import dataclasses
+import errno
 from typing import List, Optional, Tuple
 
 import pytest
@@ -264,3 +265,94 @@ def test_a_view_read_ticks_later_has_the_model_fit_gave(burst):
         kept.append((view, eager))
     for view, eager in kept:
         assert view.model == eager
+
+
+def step_as(tuner, burst, mgr, ratios=None, last_change=None, mono_offset=0.0):
+    """step(), with the OSD map showing these ratios and this last_change."""
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    changes = {k: v for k, v in (('ratios', ratios), ('last_change', last_change))
+               if v is not None}
+    tiers = {pid: dataclasses.replace(tiers[pid], **changes)}
+    tuner.step(tiers, book, [], {}, 3.0, mgr.effects(), mono + mono_offset,
+               wall + mono_offset)
+    return tiers
+
+
+def test_a_hand_change_before_tiertunes_first_change_is_respected(burst, monkeypatch):
+    """On its first tick in `on` mode tiertune takes the ratios the pool has
+    as its own; one changed after that by someone else is not taken back."""
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    tiers = step_as(t, burst, mgr)
+    (pid,) = tiers
+    ps = t.settings.pool(pid)
+    assert ps.last_applied == tiers[pid].ratios and mgr.saved
+    force_change(monkeypatch, Ratios(0.1, 0.6, 0.8))
+    step_as(t, burst, mgr, ratios=Ratios(0.5, 0.6, 0.8),
+            last_change=tiers[pid].last_change + 1)
+    assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
+    assert mgr.sets == []
+
+
+def test_a_map_from_before_tiertunes_own_change_is_no_hand_change(burst, monkeypatch):
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
+    tiers = step_as(t, burst, mgr)
+    (pid,) = tiers
+    old, epoch = tiers[pid].ratios, tiers[pid].last_change
+    ps = t.settings.pool(pid)
+    assert ps.last_applied == Ratios(0.2, 0.6, 0.8) and len(mgr.sets) == 1
+    # The next tick comes before the mgr has the map of that change.
+    step_as(t, burst, mgr, ratios=old, last_change=epoch, mono_offset=1)
+    assert t.settings.effective_mode(pid) == 'on' and ps.manual_change is None
+    # The map of the change: still tiertune's own.
+    step_as(t, burst, mgr, ratios=Ratios(0.2, 0.6, 0.8), last_change=epoch + 1,
+            mono_offset=2)
+    assert t.settings.effective_mode(pid) == 'on' and ps.manual_change is None
+    # A later map with the old ratios back: a hand change (the revert).
+    step_as(t, burst, mgr, ratios=old, last_change=epoch + 2, mono_offset=3)
+    assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
+
+
+def test_reset_from_a_map_older_than_tiertunes_change_still_restores(burst, monkeypatch):
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    tiers = step_as(t, burst, mgr)
+    (pid,) = tiers
+    mgr.sets.clear()
+    # The map still shows the baseline (0.4/0.6/0.8): the pool has 0.2/0.3/0.9.
+    rc, msg = t.reset(pid, tiers[pid], mgr.effects(), 200.0)
+    assert rc == 0
+    assert {v: float(x) for _, v, x in mgr.sets} == {
+        'cache_target_dirty_ratio': 0.4, 'cache_target_dirty_high_ratio': 0.6,
+        'cache_target_full_ratio': 0.8}
+    assert _ordered_all_the_way(Ratios(0.2, 0.3, 0.9), mgr.sets)
+    assert t.history(pid)[-1].old == Ratios(0.2, 0.3, 0.9)
+
+
+def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch):
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    tiers = step_as(t, burst, mgr)
+    (pid,) = tiers
+    ps = t.settings.pool(pid)
+    ps.baseline = Ratios(0.2, 0.3, 0.9)
+    # Raises go first (full), then lowerings from the bottom (dirty, dirty_high).
+    failing = FakeMgr(fail_on='cache_target_dirty_high_ratio')
+    rc, msg = t.reset(pid, tiers[pid], failing.effects(), 300.0)
+    assert rc == -errno.EIO and 'cache_target_dirty_high_ratio' in msg
+    reached = Ratios(0.2, 0.6, 0.9)
+    assert [v for _, v, _ in failing.sets] == ['cache_target_full_ratio',
+                                               'cache_target_dirty_ratio']
+    assert ps.last_applied == reached and ps.last_change_wall == 300.0 and ps.mode is None
+    rec = t.history(pid)[-1]
+    assert rec.mode == 'reset' and rec.result.startswith('failed: osd pool set')
+    assert any('stopped at 0.20/0.60/0.90' in a for a in failing.audits)
+    assert failing.saved and failing.saved_history == [pid]
+    # The next tick, on the map of that half reset, sees no hand change.
+    step_as(t, burst, mgr, ratios=reached, last_change=tiers[pid].last_change + 1,
+            mono_offset=1)
+    assert ps.manual_change is None and t.settings.effective_mode(pid) == 'on'
