@@ -200,6 +200,27 @@ def test_reset_restores_the_baseline_and_returns_to_warn(cluster):
     assert tt_json(cluster, 'history', POOL)['history'][-1]['result'] == 'reset'
 
 
+def test_a_ratio_set_by_hand_while_on_is_respected_not_fought(cluster):
+    """An operator's `osd pool set` on a pool in on mode: tiertune sets the
+    pool to warn and leaves the hand-set value; `mode <pool> on` again takes
+    it as tiertune's own, rather than sending the pool back to warn."""
+    tt(cluster, 'mode', POOL, 'on')
+    time.sleep(3 * TICK_S)        # on: the ratios now are tiertune's (it may move them)
+    cluster.ceph('osd', 'pool', 'set', POOL, 'cache_target_dirty_high_ratio', '0.55')
+    row = wait_row(cluster, 'the pool to go to warn after a hand change',
+                   lambda row: row['autotune']['mode'] == 'warn', 60)
+    assert 'changed outside tiertune' in row['autotune']['manual_change']
+    time.sleep(3 * TICK_S)
+    assert pool_ratios(cluster)['dirty_high'] == 0.55
+    audit = (cluster.log_dir / 'cluster.log').read_text(errors='replace')
+    assert 'tiertune: pool cache: ratios changed outside tiertune' in audit
+    tt(cluster, 'mode', POOL, 'on')
+    time.sleep(3 * TICK_S)
+    row = cache_row(cluster)
+    assert row['autotune']['mode'] == 'on' and row['autotune']['manual_change'] is None
+    tt(cluster, 'mode', POOL, 'warn')
+
+
 NEW_BASE, NEW_CACHE = 'base-new', 'cache-new'
 
 
