@@ -30,6 +30,7 @@ SEEDS ?= 20
 HELD_OUT ?= 10
 
 .PHONY: check deps deps-test lint unit standalone demo demo-stop clean bench-module-cost \
+	bench-module-cost-shared \
 	bench-tick-instructions bench-mgr-tick-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
 	bench-agent-pacing bench-agent-priority bench-full-spells bench-full-risk bench-warm-start \
@@ -72,6 +73,15 @@ demo-stop:
 # What one tick costs as pools, cache pools and PGs grow (prints a table).
 bench-module-cost:
 	$(PYTHON) tools/bench/module_cost.py $(MODULE_COST_ARGS)
+
+# The same under the shared libpython3.11 that ceph-mgr embeds (a 5-line
+# program linked to it, built under build/): 12-15% dearer on this VM than
+# Debian's python3, whose libpython is linked in statically.
+LIBPYTHON := /usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0
+bench-module-cost-shared:
+	mkdir -p build
+	$(CC) -O2 tools/bench/pyshared.c $(LIBPYTHON) -o build/pyshared
+	build/pyshared tools/bench/module_cost.py $(MODULE_COST_ARGS)
 
 # The same tick's instructions, counted by callgrind (about 2.5 min):
 # comparable across hours, unlike CPU seconds on a shared VM.

@@ -38,11 +38,13 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / 'src' / 'pybind' / 'mgr' / 'tiertune' / 'tests'
 sys.path.insert(0, str(TESTS))
+
+from loaded_tiers import Recorded, load_fixture  # noqa: E402
 
 from mgr_stub import new_module  # noqa: E402
 
@@ -72,8 +74,14 @@ def templates() -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any], Dict[st
     return cache, base, stats[cache['pool']], stats[base['pool']]
 
 
-def synthetic_state(n_pools: int, n_cache: int, n_pgs: int) -> Dict[str, Any]:
+def synthetic_state(n_pools: int, n_cache: int, n_pgs: int,
+                    recorded: Optional[Recorded] = None) -> Dict[str, Any]:
+    """recorded: take the tiers' OSD map entries from the recording of
+    loaded tiers (its targets and ratios, which the levels are fractions
+    of), and their counters from it as advance() moves them."""
     cache_t, base_t, cstat_t, bstat_t = templates()
+    if recorded is not None:
+        cache_t, base_t = recorded.cache_pool, recorded.base_pool
     pg_each = max(n_pgs // n_pools, 1)
     pools: List[Dict[str, Any]] = []
     stats: List[Dict[str, Any]] = []
@@ -99,11 +107,19 @@ def synthetic_state(n_pools: int, n_cache: int, n_pgs: int) -> Dict[str, Any]:
         stats.append(st)
     osds = [{'osd': i, 'up': 1, 'in': 1} for i in range(max(n_pgs // 100, 3))]
     return {'osd_map': {'epoch': 1, 'flags': 'sortbitwise', 'osds': osds, 'pools': pools},
-            'pool_stats': {'pool_stats': stats}}
+            'pool_stats': {'pool_stats': stats}, 'n_cache': n_cache}
 
 
-def advance(state: Dict[str, Any], step: int) -> None:
-    """Move every cache pool's counters on, as a burst would (cheap: ints)."""
+def advance(state: Dict[str, Any], step: int, recorded: Optional[Recorded] = None) -> None:
+    """Move every cache pool's counters on, as a burst would (cheap: ints);
+    with recorded, each tier's (cache and base pool) to recorded tier
+    number i's at this step, tier i being the i-th cache pool."""
+    if recorded is not None:
+        stats = state['pool_stats']['pool_stats']
+        for i in range(state['n_cache']):
+            base, cache = stats[2 * i], stats[2 * i + 1]
+            _, cache['stat_sum'], base['stat_sum'] = recorded.stat_sums(i, step)
+        return
     for e in state['pool_stats']['pool_stats']:
         s = e['stat_sum']
         s['num_write'] += 40
@@ -115,8 +131,11 @@ def advance(state: Dict[str, Any], step: int) -> None:
 
 
 def measure(n_pools: int, n_cache: int, n_pgs: int, history: int, ticks: int,
-            mode: str, sleep_s: float = 0.0) -> Dict[str, Any]:
-    state = synthetic_state(n_pools, n_cache, n_pgs)
+            mode: str, sleep_s: float = 0.0,
+            recorded: Optional[Recorded] = None) -> Dict[str, Any]:
+    state = synthetic_state(n_pools, n_cache, n_pgs, recorded)
+    # The recording's own interval: its counters moved that much per tick.
+    tick_s = recorded.tick_s if recorded is not None else TICK_S
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     m, get = new_module(state)
@@ -125,8 +144,8 @@ def measure(n_pools: int, n_cache: int, n_pgs: int, history: int, ticks: int,
     m._tuner.settings.mode = mode
     wall = time.time()
     for i in range(history):
-        advance(state, i)
-        m.tick(mono=i * TICK_S, wall=wall + i * TICK_S)
+        advance(state, i, recorded)
+        m.tick(mono=i * tick_s, wall=wall + i * tick_s)
     held = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     get.asked.clear()
@@ -137,12 +156,12 @@ def measure(n_pools: int, n_cache: int, n_pgs: int, history: int, ticks: int,
     # partly cold itself.
     for j in range(ticks * (2 if sleep_s > 0 else 1)):
         i = history + j
-        advance(state, i)
+        advance(state, i, recorded)
         after_sleep = j >= ticks
         if after_sleep:
             time.sleep(sleep_s)
         t0 = time.process_time()
-        m.tick(mono=i * TICK_S, wall=wall + i * TICK_S)
+        m.tick(mono=i * tick_s, wall=wall + i * tick_s)
         (cold if after_sleep else cpu).append(time.process_time() - t0)
     calls = sorted(set(get.asked))
     row = {'pools': n_pools, 'cache_pools': n_cache, 'pgs': n_pgs,
@@ -194,20 +213,30 @@ def main() -> int:
     ap.add_argument('--sleep', type=float, default=0.0,
                     help='also time ticks that each follow a sleep of this many seconds, '
                          'as the mgr sleeps between ticks')
+    ap.add_argument('--counters', choices=('synthetic', 'recorded'), default='synthetic',
+                    help='the cache pools\' counters: a steady synthetic burst, or tiers '
+                         'under client writes recorded on the local cluster '
+                         '(loaded_tiers.py, 2 s ticks)')
     ap.add_argument('--json', type=Path, help='also write the rows here')
     args = ap.parse_args()
+    recorded = Recorded(load_fixture()) if args.counters == 'recorded' else None
     # Warm-up: the first run pays imports (numpy, the module) into its memory.
     measure(10, 1, 1000, 3, 1, args.mode)
     rounds: List[List[Dict[str, Any]]] = []
     references: List[float] = []
     for _ in range(args.rounds):
         references.append(reference_ms())
-        rounds.append([measure(p, c, g, args.history, args.ticks, args.mode, args.sleep)
+        rounds.append([measure(p, c, g, args.history, args.ticks, args.mode, args.sleep,
+                               recorded)
                        for p, c, g in GRID])
     references.append(reference_ms())
     rows = [summary(list(runs)) for runs in zip(*rounds, strict=True)]
     print(f'tiertune tick cost: {args.ticks} steady ticks after {args.history} samples per '
           f'pool, mode {args.mode}, CPU by time.process_time, {args.rounds} round(s)')
+    print('cache pool counters: ' + (
+        f'recorded, tiers under client writes ({recorded.ticks} ticks of {recorded.tick_s:g} s '
+        f'of {len(recorded)} tiers, replayed round robin)' if recorded is not None
+        else f'synthetic, a steady burst every {TICK_S:g} s tick'))
     print(f'reference loop ({REFERENCE_LOOP:,} iterations) before each round and after: '
           + ', '.join(f'{r:.0f}' for r in references) + ' ms')
     if args.sleep:
