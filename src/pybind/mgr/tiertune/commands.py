@@ -260,7 +260,8 @@ class Commands:
             tier = self._pool_arg(pool, format)
             if isinstance(tier, HandleCommandResult):
                 return tier
-            rc, msg = self._tuner.reset(tier.pool_id, tier, self._effects(), time.time())
+            rc, msg = self._tuner.reset(tier.pool_id, tier, self._effects(), time.time(),
+                                        time.monotonic())
         if rc:
             return HandleCommandResult(rc, '', msg)
         self._wake.set()

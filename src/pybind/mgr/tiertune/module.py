@@ -30,6 +30,8 @@ SETTINGS_KEY = 'state'
 # Where stored settings that could not be read are copied at load, before
 # the defaults that replace them are saved over the original.
 UNREADABLE_SETTINGS_KEY = 'state.unreadable'
+# mon_config_key_max_entry_size, 64 KiB by default.
+SETTINGS_MAX_TEXT_BYTES = 64 * 1024
 HISTORY_PREFIX = 'history/'
 SAMPLES_PREFIX = 'samples/'
 # At most this many pools' samples are written per tick: the tick's cost
@@ -149,7 +151,13 @@ class Module(Commands, MgrModule):
                 self.log.info('pool %d: %d samples restored from the store', pid, kept)
 
     def _save_settings_locked(self) -> None:
-        self.set_store(SETTINGS_KEY, self._tuner.settings.to_json())
+        text = self._tuner.settings.to_json()
+        if len(text) > SETTINGS_MAX_TEXT_BYTES:
+            # Several hundred pools with settings of their own: the mon
+            # would refuse the value, and Pacific's set_store only logs it.
+            self.log.error('stored settings are %d bytes, over the %d the mon takes: '
+                           'the store keeps an older copy', len(text), SETTINGS_MAX_TEXT_BYTES)
+        self.set_store(SETTINGS_KEY, text)
 
     def _save_history(self, pool_id: int) -> None:
         self.set_store(f'{HISTORY_PREFIX}{pool_id}',
@@ -215,11 +223,15 @@ class Module(Commands, MgrModule):
         wall = time.time() if wall is None else wall
         self._load(mono, wall)
         pools: Optional[Set[int]] = None   # every pool in the map, when it was read
+        pool_max = -1
         if self._osdmap_changed.is_set():
             self._osdmap_changed.clear()
             osd_map = self.get('osd_map')
             tiers = cache_tiers(osd_map)
             pools = {int(p['pool']) for p in osd_map.get('pools', [])}
+            # Ids only grow: a pool created since this map (a command may
+            # have set it up meanwhile) has a larger one than pool_max.
+            pool_max = int(osd_map.get('pool_max', max(pools, default=-1)))
             self._flags = cluster_flags(osd_map)
             self._limits = self._promote_limits(tiers, max(up_osds(osd_map), 1))
         else:
@@ -235,7 +247,7 @@ class Module(Commands, MgrModule):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
             saves = self._samples_to_save_locked(samples.keys(), tiers.keys(), mono)
             if pools is not None:
-                saves.update(self._forget_deleted_pools_locked(pools))
+                saves.update(self._forget_deleted_pools_locked(pools, pool_max))
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
             before = {pid: len(self._tuner.history(pid)) for pid in active}
@@ -276,7 +288,8 @@ class Module(Commands, MgrModule):
             self._samples_saved[pid] = mono
         return out
 
-    def _forget_deleted_pools_locked(self, pools: Set[int]) -> Dict[str, Optional[str]]:
+    def _forget_deleted_pools_locked(self, pools: Set[int],
+                                     pool_max: int) -> Dict[str, Optional[str]]:
         """Drop the settings and decision history of pools the OSD map no
         longer has (deleted: Ceph never reuses a pool id), so that status
         and history stop showing them and the stored settings stop growing.
@@ -284,12 +297,13 @@ class Module(Commands, MgrModule):
         cache tier keeps them: its tier may be back (cache mode none and
         writeback again) and its bounds with it."""
         t = self._tuner
-        gone = sorted((set(t.settings.pools) | set(t.histories)) - pools)
+        gone = sorted(pid for pid in (set(t.settings.pools) | set(t.histories)) - pools
+                      if pid <= pool_max)
         for pid in gone:
             self.log.info('pool %d was deleted: its tiertune settings and history dropped', pid)
             t.histories.pop(pid, None)
             t.retry_after.pop(pid, None)
-            t.changed_over.pop(pid, None)
+            t.own_changes.pop(pid, None)
         removed = [t.settings.pools.pop(pid, None) for pid in gone]
         if any(ps is not None for ps in removed):
             self._save_settings_locked()

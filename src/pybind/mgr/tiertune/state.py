@@ -41,8 +41,8 @@ class PoolState:
     def to_dict(self) -> Dict[str, Any]:
         return {
             'mode': self.mode,
-            'bounds': as_dict(self.bounds),
-            'knobs': as_dict(self.knobs),
+            'bounds': _set_by_operator(self.bounds),
+            'knobs': _set_by_operator(self.knobs),
             'baseline': self.baseline.as_dict() if self.baseline else None,
             'last_applied': self.last_applied.as_dict() if self.last_applied else None,
             'last_change_wall': self.last_change_wall,
@@ -61,6 +61,14 @@ class PoolState:
             last_change_wall=_opt_float(d.get('last_change_wall')),
             manual_change=_opt_str(d.get('manual_change')),
         )
+
+
+def _set_by_operator(obj: Any) -> Dict[str, float]:
+    """The fields of a Bounds or Knobs that differ from its defaults: the
+    stored settings stay small (the mon refuses a value over 64 KiB), and
+    from_dict gives the defaults for the rest."""
+    default = type(obj)()
+    return {k: v for k, v in as_dict(obj).items() if v != getattr(default, k)}
 
 
 def _opt_float(v: Any) -> Optional[float]:
@@ -97,8 +105,11 @@ class Settings:
         return ps.mode if ps and ps.mode else self.mode
 
     def to_json(self) -> str:
+        # A pool with nothing set differs in nothing from a missing one.
+        unset = PoolState()
         return json.dumps({'mode': self.mode,
-                           'pools': {str(k): v.to_dict() for k, v in self.pools.items()}},
+                           'pools': {str(k): v.to_dict() for k, v in self.pools.items()
+                                     if v != unset}},
                           sort_keys=True)
 
     @classmethod
@@ -113,9 +124,11 @@ class Settings:
 
 def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
     """The stored settings, and what could not be read of them: a pool
-    whose entry is unreadable is left out (it follows the default mode, with
-    default bounds), and an unreadable whole gives the defaults.  Never
-    raises: the module must start whatever the store holds."""
+    whose entry is unreadable gets default bounds in `warn` mode (not the
+    default mode, which may be `on`: its entry may have said off, or held
+    the hand change tiertune was respecting), and an unreadable whole gives
+    the defaults (mode warn).  Never raises: the module must start
+    whatever the store holds."""
     if not text:
         return Settings(), []
     try:
@@ -132,7 +145,11 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
             settings.pools[int(key)] = PoolState.from_dict(value)
         except UNREADABLE as e:
             problems.append(f'pool {key}: settings unreadable ({type(e).__name__}: {e}); '
-                            f'left out')
+                            f'default bounds, mode warn')
+            try:
+                settings.pools[int(key)] = PoolState(mode='warn')
+            except ValueError:
+                pass    # not a pool id: nothing to keep
     return settings, problems
 
 

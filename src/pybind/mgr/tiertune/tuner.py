@@ -84,6 +84,29 @@ class PoolView:
         return self._model.fitted
 
 
+# The mgr receives the OSD maps of tiertune's own `osd pool set` commands
+# a little after the mon has committed them (milliseconds, seconds on a
+# busy mgr).  A map that still shows the ratios from before (or from part
+# way through) a change this long after it was made has not lagged: the
+# ratios were set back since, by someone else.
+MAP_CATCH_UP_S = 20.0
+
+
+@dataclass(frozen=True)
+class OwnChange:
+    """A change tiertune made to a pool, as OSD maps can show it: the ratios
+    the pool had before it and after each `osd pool set` of it (each is an
+    OSD map epoch of its own), and when it was made (monotonic)."""
+    path: Tuple[Ratios, ...]
+    at_mono: float
+
+    def explains(self, ratios: Ratios, mono: float) -> bool:
+        """Ratios a map shows that come from a map older than the change's
+        last epoch, not from someone changing them since."""
+        return (mono - self.at_mono < MAP_CATCH_UP_S
+                and any(same(ratios, r) for r in self.path[:-1]))
+
+
 @dataclass
 class Tuner:
     settings: Settings = field(default_factory=Settings)
@@ -92,13 +115,9 @@ class Tuner:
     retry_after: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # mono, backoff
     # Per pool, the models' arrays kept between ticks (see models.SeriesCache).
     series: Dict[int, models.SeriesCache] = field(default_factory=dict)
-    # Per pool, the pool's last_change epoch in the OSD map tiertune's last
-    # change to it was planned from.  The mgr receives the map its change
-    # made some time after the mon command returns: a tick that comes first
-    # (woken by a command) sees last_change no later than this, and the
-    # ratios from before the change, which are not a change by hand.  In
-    # memory only: a new mgr starts from a map newer than any change made.
-    changed_over: Dict[int, int] = field(default_factory=dict)
+    # Per pool, tiertune's last change to it (see OwnChange).  In memory
+    # only: a new mgr starts from a map newer than any change made.
+    own_changes: Dict[int, 'OwnChange'] = field(default_factory=dict)
 
     def history(self, pool_id: int) -> Deque[DecisionRecord]:
         if pool_id not in self.histories:
@@ -130,10 +149,10 @@ class Tuner:
         for (pid, tier), job, (model, gate) in zip(pools, jobs, fitted, strict=True):
             mode = self.settings.effective_mode(pid)
             if mode == 'on':
-                self._notice_manual_change(pid, tier, eff)
+                self._notice_manual_change(pid, tier, eff, mono)
                 mode = self.settings.effective_mode(pid)
             if mode == 'on':
-                self._adopt(pid, tier, eff)
+                self._adopt(pid, tier, eff, mono)
             # The newest entry's levels, as fit_pools computed them; the
             # model's promote gate pending: the law does not read it.
             inp = self._controller_input(pid, tier, model, self.series[pid].levels,
@@ -180,31 +199,32 @@ class Tuner:
         inp = self._controller_input(pid, tier, model, levels, entries, flags,
                                      sleep_interval, mono, wall)
         mode = self.settings.effective_mode(pid)
-        if mode == 'on' and self._set_before_a_hand_change(pid, tier) is not None:
+        if mode == 'on' and self._set_before_a_hand_change(pid, tier, mono) is not None:
             mode = 'warn'
         return PoolView(model, controller.decide(inp), mode)
 
-    def _set_before_a_hand_change(self, pid: int, tier: CacheTier) -> Optional[Ratios]:
+    def _set_before_a_hand_change(self, pid: int, tier: CacheTier,
+                                  mono: float) -> Optional[Ratios]:
         """What tiertune last set (or took over), when the pool's ratios now
         differ from it (someone changed them by hand); else None, also when
-        the OSD map predates tiertune's own last change (see changed_over)."""
+        the OSD map is older than tiertune's own last change (OwnChange)."""
         applied = self.settings.pool(pid).last_applied
         if applied is None or same(applied, tier.ratios):
             return None
-        return None if self._map_predates_own_change(pid, tier) else applied
+        return None if self._map_behind_own_change(pid, tier, mono) else applied
 
-    def _map_predates_own_change(self, pid: int, tier: CacheTier) -> bool:
-        over = self.changed_over.get(pid)
-        return over is not None and tier.last_change <= over
+    def _map_behind_own_change(self, pid: int, tier: CacheTier, mono: float) -> bool:
+        own = self.own_changes.get(pid)
+        return own is not None and own.explains(tier.ratios, mono)
 
-    def _adopt(self, pid: int, tier: CacheTier, eff: Effects) -> None:
+    def _adopt(self, pid: int, tier: CacheTier, eff: Effects, mono: float) -> None:
         """A pool in `on` mode that tiertune has not changed since it took
         control (first `on`, or `on` again after a hand change or a reset):
         the ratios it has now are the ones a later hand change is told
         from.  Without this a hand change before tiertune's first own
         change would be taken back, not respected."""
         ps = self.settings.pool(pid)
-        if ps.last_applied is None and not self._map_predates_own_change(pid, tier):
+        if ps.last_applied is None and not self._map_behind_own_change(pid, tier, mono):
             ps.last_applied = tier.ratios
             eff.save_settings()
 
@@ -218,11 +238,12 @@ class Tuner:
             cache = self.series[pid] = models.SeriesCache()
         return models.FitJob(entries, tier, limits.get(pid, models.DEFAULT_LIMITS), cache)
 
-    def _notice_manual_change(self, pid: int, tier: CacheTier, eff: Effects) -> None:
+    def _notice_manual_change(self, pid: int, tier: CacheTier, eff: Effects,
+                              mono: float) -> None:
         """A ratio that differs from what tiertune last set was changed by
         someone else: respect it.  The pool goes to `warn` (tiertune keeps
         recommending, never overrides) until the operator says `on` again."""
-        applied = self._set_before_a_hand_change(pid, tier)
+        applied = self._set_before_a_hand_change(pid, tier, mono)
         if applied is None:
             return
         ps = self.settings.pool(pid)
@@ -244,7 +265,8 @@ class Tuner:
         if ps.baseline is None:
             ps.baseline = tier.ratios
         reason = '; '.join(decision.reasons) or 'controller decision'
-        reached, err = self.apply_ratios(tier.pool, tier.ratios, decision.next, eff)
+        path: List[Ratios] = []
+        reached, err = self.apply_ratios(tier.pool, tier.ratios, decision.next, eff, path)
         if not same(reached, tier.ratios):
             # Even a part of the batch changed the pool (and reset its PGs'
             # hit sets): it counts for the rate limit, and is what tiertune
@@ -252,7 +274,7 @@ class Tuner:
             ps.last_applied = reached
             ps.last_change_wall = wall
             ps.manual_change = None
-            self.changed_over[pid] = tier.last_change
+            self.own_changes[pid] = OwnChange(tuple(path), mono)
             eff.audit(f'tiertune: pool {tier.pool}: {fmt(tier.ratios)} -> {fmt(reached)}: '
                       f'{reason}' + ('' if err is None else f' (incomplete: {err})'))
         if err is None:
@@ -270,20 +292,26 @@ class Tuner:
         eff.save_history(pid)
 
     @staticmethod
-    def apply_ratios(pool: str, current: Ratios, target: Ratios,
-                     eff: Effects) -> Tuple[Ratios, Optional[str]]:
+    def apply_ratios(pool: str, current: Ratios, target: Ratios, eff: Effects,
+                     path: Optional[List[Ratios]] = None) -> Tuple[Ratios, Optional[str]]:
         """Set the ratios in an order that keeps dirty <= dirty_high <= full
         after every command.  Stops at the first failure (each prefix is a
-        valid state).  Returns the ratios reached and the error, if any."""
+        valid state).  Returns the ratios reached and the error, if any;
+        path, if given, gets current and the ratios after each command."""
         reached = current.as_dict()
+        if path is not None:
+            path.append(current)
         for var, value in actuation.plan(current, target):
             err = eff.pool_set(pool, var, f'{value:.6f}')
             if err is not None:
                 return ratios_from_dict(reached), f'osd pool set {pool} {var} {value:.6f}: {err}'
             reached[VAR_RATIO[var]] = value
+            if path is not None:
+                path.append(ratios_from_dict(reached))
         return ratios_from_dict(reached), None
 
-    def reset(self, pid: int, tier: CacheTier, eff: Effects, wall: float) -> Tuple[int, str]:
+    def reset(self, pid: int, tier: CacheTier, eff: Effects, wall: float,
+              mono: float) -> Tuple[int, str]:
         """Restore the baseline ratios and return the pool to warn."""
         ps = self.settings.pool(pid)
         if ps.baseline is None:
@@ -292,19 +320,21 @@ class Tuner:
             return 0, (f'pool {tier.pool}: tiertune never changed it (no baseline); '
                        f'mode set to warn')
         baseline = ps.baseline
-        # The mgr's OSD map can predate tiertune's own last change (see
-        # changed_over): the pool then has what tiertune set, and a plan
-        # from the map's ratios would leave that in place.
+        # The mgr's OSD map can be older than tiertune's own last change
+        # (OwnChange): the pool then has what tiertune set, and a plan from
+        # the map's ratios would leave some of that in place.
         current = (ps.last_applied if ps.last_applied is not None
-                   and self._map_predates_own_change(pid, tier) else tier.ratios)
-        reached, err = self.apply_ratios(tier.pool, current, baseline, eff)
+                   and self._map_behind_own_change(pid, tier, mono) else tier.ratios)
+        path: List[Ratios] = []
+        reached, err = self.apply_ratios(tier.pool, current, baseline, eff, path)
+        if not same(reached, current):
+            self.own_changes[pid] = OwnChange(tuple(path), mono)
         if err is not None:
             if not same(reached, current):
                 # Part of the way back: recorded as tiertune's own change,
                 # so the next tick does not take it for a hand change.
                 ps.last_applied = reached
                 ps.last_change_wall = wall
-                self.changed_over[pid] = tier.last_change
                 self.history(pid).append(DecisionRecord(
                     time=wall, pool=tier.pool, mode='reset', old=current, new=baseline,
                     reason='tiertune reset: baseline restored', result=f'failed: {err}'))
@@ -319,7 +349,6 @@ class Tuner:
                                                 result='reset'))
         eff.audit(f'tiertune: pool {tier.pool}: reset {fmt(current)} -> '
                   f'{fmt(baseline)} (baseline); mode warn')
-        self.changed_over[pid] = tier.last_change
         ps.mode = 'warn'
         ps.last_applied = None
         ps.manual_change = None

@@ -130,3 +130,31 @@ def test_bounds_problem_is_none_exactly_when_no_check_fails(v):
 def test_knobs_problem_is_none_exactly_when_no_check_fails(v):
     k = Knobs(*v)
     assert (k.problem() is None) == (not _knobs_checks(k))
+
+
+def test_stored_settings_keep_only_what_was_set_and_read_back_the_same() -> None:
+    import json
+
+    from tiertune.bounds import Bounds, Knobs
+    from tiertune.state import PoolState, Settings, settings_from_store
+    s = Settings(mode='on')
+    s.pool(1)                                       # touched, nothing set
+    s.pool(2).bounds = dataclasses.replace(Bounds(), dirty_ratio_min=0.2)
+    s.pool(3).knobs = dataclasses.replace(Knobs(), max_step=0.2)
+    s.pool(4).mode = 'off'
+    stored = json.loads(s.to_json())
+    assert set(stored['pools']) == {'2', '3', '4'}
+    assert stored['pools']['2']['bounds'] == {'dirty_ratio_min': 0.2}
+    assert stored['pools']['2']['knobs'] == {} and stored['pools']['3']['bounds'] == {}
+    back, problems = settings_from_store(s.to_json())
+    assert problems == [] and back.mode == 'on'
+    assert {k: v for k, v in s.pools.items() if v != PoolState()} == back.pools
+    # 200 pools with their own bounds, modes and a change each stay well
+    # inside the mon's 64 KiB.
+    from tiertune.topology import Ratios
+    for pid in range(100, 300):
+        ps = s.pool(pid)
+        ps.mode, ps.bounds = 'on', dataclasses.replace(Bounds(), full_ratio_max=0.85)
+        ps.baseline = ps.last_applied = Ratios(0.4, 0.6, 0.8)
+        ps.last_change_wall = 1795277199.9446778
+    assert len(s.to_json()) < 64 * 1024

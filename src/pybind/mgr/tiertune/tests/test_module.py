@@ -600,7 +600,9 @@ def test_one_unreadable_pool_entry_leaves_the_others(burst, make_module):
     s = m2._tuner.settings
     assert s.mode == 'on' and s.pools[pid].mode == 'off'
     assert s.pools[pid].bounds.dirty_ratio_min == 0.2
-    assert 77 not in s.pools and 78 not in s.pools
+    # Unreadable entries: default bounds in warn, not the default mode (on).
+    assert s.pools[77].mode == 'warn' and s.pools[78].mode == 'warn'
+    assert s.pools[77].bounds == s.pools[pid].bounds.__class__()
     assert '"77"' in m2.get_store('state.unreadable')
 
 
@@ -625,12 +627,21 @@ def test_a_deleted_pools_settings_and_history_are_dropped(burst, make_module):
     m._tuner.settings.pool(pid).mode = 'off'
     m._save_settings_locked()
     m.notify(NotifyType.osd_map, '')
-    get.inputs = recs[2]['inputs']
+    inputs = copy.deepcopy(recs[2]['inputs'])
+    inputs['osd_map']['pool_max'] = gone + 10     # pools up to there were made, gone deleted
+    get.inputs = inputs
     m.tick(recs[2]['mono'], recs[2]['wall'])
     assert gone not in m._tuner.settings.pools and gone not in m._tuner.histories
     assert m.get_store(f'history/{gone}') is None
     stored = json.loads(m.get_store('state'))['pools']
     assert str(gone) not in stored and stored[str(pid)]['mode'] == 'off'
+    # A pool newer than the map the tick read (set up by a command in
+    # between) is not taken for a deleted one.
+    newer = gone + 11
+    m._tuner.settings.pool(newer).mode = 'off'
+    m.notify(NotifyType.osd_map, '')
+    m.tick(recs[2]['mono'] + 1, recs[2]['wall'] + 1)
+    assert m._tuner.settings.pools[newer].mode == 'off'
     # A pool that is only no longer a cache tier keeps its settings.
     inputs = copy.deepcopy(recs[3]['inputs'])
     for p in inputs['osd_map']['pools']:

@@ -152,7 +152,7 @@ def test_reset_restores_baseline_and_goes_to_warn(burst, monkeypatch):
     tier = tiers[pid]
     ps = t.settings.pool(pid)
     ps.baseline = Ratios(0.3, 0.4, 0.7)
-    rc, msg = t.reset(pid, tier, mgr.effects(), 123.0)
+    rc, msg = t.reset(pid, tier, mgr.effects(), 123.0, 0.0)
     assert rc == 0 and '0.30/0.40/0.70' in msg
     assert _ordered_all_the_way(tier.ratios, mgr.sets)
     assert {v: float(x) for _, v, x in mgr.sets} == {
@@ -166,7 +166,7 @@ def test_reset_without_baseline_changes_nothing(burst):
     t, mgr = Tuner(), FakeMgr()
     tiers = step(t, burst, mgr)
     (pid,) = tiers
-    rc, msg = t.reset(pid, tiers[pid], mgr.effects(), 1.0)
+    rc, msg = t.reset(pid, tiers[pid], mgr.effects(), 1.0, 0.0)
     assert rc == 0 and 'never changed it' in msg and mgr.sets == []
 
 
@@ -289,8 +289,7 @@ def test_a_hand_change_before_tiertunes_first_change_is_respected(burst, monkeyp
     ps = t.settings.pool(pid)
     assert ps.last_applied == tiers[pid].ratios and mgr.saved
     force_change(monkeypatch, Ratios(0.1, 0.6, 0.8))
-    step_as(t, burst, mgr, ratios=Ratios(0.5, 0.6, 0.8),
-            last_change=tiers[pid].last_change + 1)
+    step_as(t, burst, mgr, ratios=Ratios(0.5, 0.6, 0.8), mono_offset=1)
     assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
     assert mgr.sets == []
 
@@ -298,21 +297,38 @@ def test_a_hand_change_before_tiertunes_first_change_is_respected(burst, monkeyp
 def test_a_map_from_before_tiertunes_own_change_is_no_hand_change(burst, monkeypatch):
     t, mgr = Tuner(), FakeMgr()
     t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    tiers = step_as(t, burst, mgr)
+    (pid,) = tiers
+    old = tiers[pid].ratios
+    ps = t.settings.pool(pid)
+    # Three commands, three OSD map epochs: full, then dirty, then dirty_high.
+    assert ps.last_applied == Ratios(0.2, 0.3, 0.9) and len(mgr.sets) == 3
+    # A tick before the mgr has the first of those maps, and one between them.
+    for offset, shown in ((1, old), (2, Ratios(0.4, 0.6, 0.9)), (3, Ratios(0.2, 0.6, 0.9))):
+        step_as(t, burst, mgr, ratios=shown, mono_offset=offset)
+        assert t.settings.effective_mode(pid) == 'on' and ps.manual_change is None, offset
+    step_as(t, burst, mgr, ratios=Ratios(0.2, 0.3, 0.9), mono_offset=4)
+    assert t.settings.effective_mode(pid) == 'on' and ps.manual_change is None
+    # Ratios tiertune never had on the way: by hand, however soon.
+    step_as(t, burst, mgr, ratios=Ratios(0.3, 0.3, 0.9), mono_offset=5)
+    assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
+
+
+def test_the_old_ratios_back_long_after_tiertunes_change_are_a_hand_change(burst, monkeypatch):
+    """A map that still shows the ratios from before tiertune's change
+    MAP_CATCH_UP_S after it has not lagged: someone set them back."""
+    from tiertune.tuner import MAP_CATCH_UP_S
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
     force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
     tiers = step_as(t, burst, mgr)
     (pid,) = tiers
-    old, epoch = tiers[pid].ratios, tiers[pid].last_change
+    old = tiers[pid].ratios
+    monkeypatch.undo()                            # the law as it is: no forced change
+    step_as(t, burst, mgr, ratios=Ratios(0.2, 0.6, 0.8), mono_offset=1)
+    step_as(t, burst, mgr, ratios=old, mono_offset=MAP_CATCH_UP_S + 1)
     ps = t.settings.pool(pid)
-    assert ps.last_applied == Ratios(0.2, 0.6, 0.8) and len(mgr.sets) == 1
-    # The next tick comes before the mgr has the map of that change.
-    step_as(t, burst, mgr, ratios=old, last_change=epoch, mono_offset=1)
-    assert t.settings.effective_mode(pid) == 'on' and ps.manual_change is None
-    # The map of the change: still tiertune's own.
-    step_as(t, burst, mgr, ratios=Ratios(0.2, 0.6, 0.8), last_change=epoch + 1,
-            mono_offset=2)
-    assert t.settings.effective_mode(pid) == 'on' and ps.manual_change is None
-    # A later map with the old ratios back: a hand change (the revert).
-    step_as(t, burst, mgr, ratios=old, last_change=epoch + 2, mono_offset=3)
     assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
 
 
@@ -324,7 +340,8 @@ def test_reset_from_a_map_older_than_tiertunes_change_still_restores(burst, monk
     (pid,) = tiers
     mgr.sets.clear()
     # The map still shows the baseline (0.4/0.6/0.8): the pool has 0.2/0.3/0.9.
-    rc, msg = t.reset(pid, tiers[pid], mgr.effects(), 200.0)
+    mono = replay(burst)[2]
+    rc, msg = t.reset(pid, tiers[pid], mgr.effects(), 200.0, mono + 1)
     assert rc == 0
     assert {v: float(x) for _, v, x in mgr.sets} == {
         'cache_target_dirty_ratio': 0.4, 'cache_target_dirty_high_ratio': 0.6,
@@ -342,7 +359,7 @@ def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch)
     ps.baseline = Ratios(0.2, 0.3, 0.9)
     # Raises go first (full), then lowerings from the bottom (dirty, dirty_high).
     failing = FakeMgr(fail_on='cache_target_dirty_high_ratio')
-    rc, msg = t.reset(pid, tiers[pid], failing.effects(), 300.0)
+    rc, msg = t.reset(pid, tiers[pid], failing.effects(), 300.0, replay(burst)[2])
     assert rc == -errno.EIO and 'cache_target_dirty_high_ratio' in msg
     reached = Ratios(0.2, 0.6, 0.9)
     assert [v for _, v, _ in failing.sets] == ['cache_target_full_ratio',
@@ -353,6 +370,5 @@ def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch)
     assert any('stopped at 0.20/0.60/0.90' in a for a in failing.audits)
     assert failing.saved and failing.saved_history == [pid]
     # The next tick, on the map of that half reset, sees no hand change.
-    step_as(t, burst, mgr, ratios=reached, last_change=tiers[pid].last_change + 1,
-            mono_offset=1)
+    step_as(t, burst, mgr, ratios=reached, mono_offset=1)
     assert ps.manual_change is None and t.settings.effective_mode(pid) == 'on'
