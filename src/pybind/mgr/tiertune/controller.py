@@ -179,8 +179,12 @@ def decide(inp: ControllerInput) -> Decision:
         reasons = _Reasons(partial(_reasons, holds + _invalid_note(invalid, current, recommended,
                                                                    'would move'),
                                    current, recommended, current, law, 'holding', inp))
+        # The bounds still forbid what the law wants while the pool holds
+        # (a recovery, stale stats): TIERTUNE_BOUNDS_BLOCK must not clear
+        # for the hold and come back after it.
         return Decision(action='hold', current=current, recommended=recommended,
-                        next=current, reasons=reasons, numbers=numbers)
+                        next=current, reasons=reasons, numbers=numbers,
+                        bounds_block='; '.join(law.blocks) if law and law.blocks else None)
 
     assert law is not None
     nxt = step(current, recommended, inp.knobs, _exempt(current, inp.bounds))

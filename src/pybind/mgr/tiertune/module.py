@@ -10,7 +10,7 @@ and models (estimates), controller (recommendation), actuation and tuner
 import math
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional, Set
+from typing import Any, Deque, Dict, Iterable, List, Optional, Set
 
 from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
@@ -21,7 +21,13 @@ from .options import OPTION_NAMES, OPTIONS
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
-from .state import UNREADABLE, history_from_json, history_to_store, settings_from_store
+from .state import (
+    UNREADABLE,
+    DecisionRecord,
+    history_from_json,
+    history_to_store,
+    settings_from_store,
+)
 from .tick_cost import StepClock, TickCosts
 from .topology import CacheTier, cache_tiers, cluster_flags, rule_osds, up_osds
 from .tuner import Effects, Tuner
@@ -250,7 +256,10 @@ class Module(Commands, MgrModule):
                 saves.update(self._forget_deleted_pools_locked(pools, pool_max))
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
-            before = {pid: len(self._tuner.history(pid)) for pid in active}
+            # Each pool's newest decision record before the step: a record
+            # after it is new (the history is bounded: its length stops
+            # growing once full).
+            before = {pid: _newest(self._tuner.history(pid)) for pid in active}
             clock.mark('history')
             self._tuner.step(active, self._book, sorted(self._flags), self._limits,
                              float(self.sleep_interval), self._effects(), mono, wall)
@@ -310,15 +319,15 @@ class Module(Commands, MgrModule):
         return {f'{HISTORY_PREFIX}{pid}': None for pid in gone}
 
     def _progress_calls(self, active: Dict[int, CacheTier], levels: Dict[int, AgentLevels],
-                        before: Dict[int, int], mono: float) -> List[Call]:
+                        before: Dict[int, Optional[DecisionRecord]],
+                        mono: float) -> List[Call]:
         dirty = {pid: levels[pid].dirty if pid in levels else None for pid in active}
         on = {pid: self._tuner.settings.effective_mode(pid) == 'on' for pid in active}
         calls = self._drains.tick(dirty, on, mono)
         for pid, tier in active.items():
-            hist = self._tuner.history(pid)
-            if len(hist) > before.get(pid, 0) and hist[-1].mode == 'on' \
-                    and hist[-1].result == 'applied':
-                rec = hist[-1]
+            rec = _newest(self._tuner.history(pid))
+            if rec is not None and rec is not before.get(pid) and rec.mode == 'on' \
+                    and rec.result == 'applied':
                 calls += self._drains.started(pid, tier.pool, dirty.get(pid), rec.old.dirty,
                                               rec.new.dirty, mono)
         return calls
@@ -358,3 +367,7 @@ class Module(Commands, MgrModule):
                     max_objects_sec_per_osd=objects, max_bytes_sec_per_osd=nbytes,
                     osds=max(rule_osds(crush, t.crush_rule) or up, 1))
                 for pid, t in tiers.items()}
+
+
+def _newest(records: Deque[DecisionRecord]) -> Optional[DecisionRecord]:
+    return records[-1] if records else None

@@ -34,6 +34,12 @@ class DrainEvents:
         below the pool's current dirty level (there is something to drain)."""
         calls: List[Call] = []
         if new_ratio >= old_ratio or dirty_now is None or dirty_now <= new_ratio:
+            # Nothing to follow down now; a drain in progress toward a lower
+            # ratio than this one waits for a level the agent no longer
+            # flushes to.
+            ev = self.events.get(pool_id)
+            if ev is not None and new_ratio > ev.target_dirty:
+                calls += self._close(pool_id)
             return calls
         calls += self._close(pool_id)
         ev = DrainEvent(self.new_id(), pool, dirty_now, new_ratio, mono)

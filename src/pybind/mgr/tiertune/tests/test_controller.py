@@ -510,6 +510,20 @@ def test_bounds_block_on_dirty_high():
     assert 'dirty_high 0.31' in dec.bounds_block
 
 
+def test_a_hold_keeps_the_bounds_block():
+    """A recovery (or stale stats) holds the pool, but the bounds still
+    forbid what the law wants: TIERTUNE_BOUNDS_BLOCK must not clear for
+    the hold and come back after it."""
+    bounds = Bounds(dirty_high_ratio_min=0.45)
+    model = make_model(short=150e6, ttf=300.0)
+    acting = decide(make_input(model, dirty=0.35, bounds=bounds))
+    held = decide(make_input(model, dirty=0.35, bounds=bounds,
+                             holds=('not all objects are clean (3 degraded, 0 misplaced, '
+                                    '0 unfound)',)))
+    assert held.action == 'hold' and held.next == held.current
+    assert held.bounds_block == acting.bounds_block is not None
+
+
 def test_bounds_block_on_full():
     # A 1 GB/s surge for 60 s needs 0.56 of 100 GiB free: full 0.44 < 0.6.
     dec = decide(make_input(make_model(short=1e9, slope=0.3), dirty=0.2))

@@ -40,3 +40,48 @@ def test_a_new_drain_replaces_the_old_event():
     d.started(3, 'cache', 0.35, 0.4, 0.3, 0.0)
     calls = d.started(3, 'cache', 0.32, 0.3, 0.1, 5.0)
     assert calls[0] == ('complete', 'ev0', {}) and calls[1][1] == 'ev1'
+
+
+def test_raising_the_ratio_above_a_drains_target_closes_its_event():
+    d = DrainEvents(ids())
+    d.started(3, 'cache', 0.35, 0.4, 0.1, 0.0)
+    # Writes idle: the dirty ratio goes back up to 0.3; the agent stops at 0.3.
+    assert d.started(3, 'cache', 0.32, 0.1, 0.3, 60.0) == [('complete', 'ev0', {})]
+    assert d.events == {}
+    # A change that leaves the target where the event goes keeps it.
+    d.started(3, 'cache', 0.35, 0.4, 0.1, 0.0)
+    assert d.started(3, 'cache', 0.32, 0.1, 0.1, 60.0) == [] and 3 in d.events
+
+
+def test_a_drain_starts_when_the_pools_decision_history_is_full(burst, make_module,
+                                                                monkeypatch):
+    """The history keeps the last HISTORY_KEEP decisions: once full, its
+    length no longer grows with a new one, and that must not hide it."""
+    import dataclasses
+    from collections import deque
+
+    from tiertune import controller
+    from tiertune.state import HISTORY_KEEP, DecisionRecord
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    m, get = make_module(recs[0]['inputs'])
+    for rec in recs[:6]:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    (pid,) = m._tiers
+    r = Ratios(0.4, 0.6, 0.8)
+    m._tuner.histories[pid] = deque(
+        (DecisionRecord(time=float(i), pool='cache', mode='on', old=r, new=r, reason='old',
+                        result='applied') for i in range(HISTORY_KEEP)), maxlen=HISTORY_KEEP)
+    m._tuner.settings.mode = 'on'
+    monkeypatch.setattr(m, '_pool_set', lambda *args: None)
+    real = controller.decide
+    monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
+        real(inp), action='change', next=Ratios(0.01, 0.6, 0.8),
+        recommended=Ratios(0.01, 0.6, 0.8), reasons=('test: forced',)))
+    m.remote_calls.clear()
+    get.inputs = recs[6]['inputs']
+    m.tick(recs[6]['mono'], recs[6]['wall'])
+    assert len(m._tuner.histories[pid]) == HISTORY_KEEP
+    updates = [c for c in m.remote_calls if c[0] == 'progress' and c[1] == 'update']
+    assert updates and 'draining dirty data' in updates[0][3]['ev_msg']
