@@ -296,7 +296,9 @@ def test_hold_reasons_hold(inp):
     assert dec.action == 'hold'
     assert dec.next == dec.current
     assert list(dec.reasons[:2]) == list(inp.hold_reasons)
-    assert dec.bounds_block is None
+    # The bounds block is the law's, hold or not (the health check must not
+    # clear for a hold).
+    assert dec.bounds_block == decide(dataclasses.replace(inp, hold_reasons=())).bounds_block
     assert is_ordered(dec.recommended) and in_bounds(dec.recommended, inp.bounds)
 
 
