@@ -101,11 +101,41 @@ class HistoryEntry:
     rates: Optional[Rates]   # over the interval ending at this sample
 
 
+# Cumulative counters that go down and come back within this long were a
+# partial report, not a reset: a new mgr starts with the PGs unknown and
+# their stats zero until the OSDs report (after every failover, and on
+# `ceph mgr module enable`), and a PG merge drops the merged PG's stats
+# before the target PG reports them.  A rate measured from such a sample
+# would count all that comes back as IO of one interval (a failover read
+# as gigabytes a second of writes and flushes).  Counters still lower after
+# this long were reset (PGs recreated, stats reset): the history goes on
+# from the lower level.  A few of the OSDs' stats reports (mgr_stats_period,
+# 5 s), and two ticks at the default 30 s sleep_interval.
+DIP_CONFIRM_S = 60.0
+
+
+def _dipped(prev: PoolSample, cur: PoolSample) -> bool:
+    """A cumulative counter of the pool, or of its base, went down."""
+    p, c = prev.counters, cur.counters
+    if (c.num_flush < p.num_flush or c.num_flush_kb < p.num_flush_kb
+            or c.num_evict < p.num_evict or c.num_evict_kb < p.num_evict_kb
+            or c.num_promote < p.num_promote or c.num_read < p.num_read
+            or c.num_read_kb < p.num_read_kb or c.num_write < p.num_write
+            or c.num_write_kb < p.num_write_kb):
+        return True
+    return prev.base is not None and cur.base is not None and _base_reset(prev, cur)
+
+
 class PoolHistory:
     def __init__(self, size: int) -> None:
         self.entries: Deque[HistoryEntry] = deque(maxlen=max(size, 2))
+        # When (mono) counters first came in lower than the newest entry's,
+        # while they still do (see DIP_CONFIRM_S).
+        self._dip_since: Optional[float] = None
 
     def add(self, sample: PoolSample, dirty_bytes: int) -> HistoryEntry:
+        """Add a sample; returns its entry, or the newest entry when the
+        sample is not kept (a duplicate, or a partial report)."""
         rates = None
         if self.entries:
             last = self.entries[-1]
@@ -113,6 +143,13 @@ class PoolHistory:
                 # A sample no newer than the last one: the clock we rely on
                 # does not go backwards, so this is a duplicate; keep the last.
                 return last
+            if _dipped(last.sample, sample):
+                if self._dip_since is None:
+                    self._dip_since = sample.mono
+                if sample.mono - self._dip_since < DIP_CONFIRM_S:
+                    return last     # partial: the next rate is measured from last
+            self._dip_since = None
+            # Across a reset, None (or no proxied figures for a base's).
             rates = derive_rates(last.sample, sample, last.dirty_bytes, dirty_bytes)
         entry = HistoryEntry(sample=sample, dirty_bytes=dirty_bytes, rates=rates)
         self.entries.append(entry)

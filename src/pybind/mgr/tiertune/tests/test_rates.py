@@ -4,7 +4,13 @@ import itertools
 import pytest
 
 from conftest import RecordingGetter
-from tiertune.rates import MIN_RATE_INTERVAL_S, HistoryBook, PoolHistory, derive_rates
+from tiertune.rates import (
+    DIP_CONFIRM_S,
+    MIN_RATE_INTERVAL_S,
+    HistoryBook,
+    PoolHistory,
+    derive_rates,
+)
 from tiertune.sampling import PoolCounters, PoolSample, agent_levels, take_samples
 from tiertune.topology import cache_tiers
 
@@ -49,16 +55,39 @@ def test_rates_over_a_real_burst(burst):
 
 
 def test_counter_reset_gives_no_rate(burst):
+    """Counters that stay lower for DIP_CONFIRM_S were reset: the history
+    goes on from the lower level, the interval across the reset unrated."""
     _, samples = real_samples(burst)
     late, early = samples[-1], samples[0]
     reset = dataclasses.replace(early, mono=late.mono + 30)
     assert derive_rates(late, reset) is None
     h = PoolHistory(10)
-    h.add(late, 0)
-    assert h.add(reset, 0).rates is None
+    first = h.add(late, 0)
+    assert h.add(reset, 0) is first                          # not kept yet: maybe partial
+    confirmed = dataclasses.replace(early, mono=reset.mono + DIP_CONFIRM_S)
+    entry = h.add(confirmed, 0)
+    assert entry.sample is confirmed and entry.rates is None and len(h) == 2
     # and the next interval is measured from the reset sample
-    after = dataclasses.replace(late, mono=reset.mono + 30)
+    after = dataclasses.replace(late, mono=confirmed.mono + 30)
     assert h.add(after, 0).rates is not None
+
+
+def test_a_partial_report_is_not_read_as_a_burst(burst):
+    """A new mgr starts with the PGs' stats unknown (zero), a PG merge
+    drops the merged PG's stats before the target reports them: counters
+    that go down and come back are not rated from the low sample."""
+    _, samples = real_samples(burst)
+    before, after = samples[-2], samples[-1]
+    zero = dataclasses.replace(before, mono=before.mono + 1, counters=PoolCounters())
+    after = dataclasses.replace(after, mono=before.mono + 31)
+    h = PoolHistory(10)
+    kept = h.add(before, 0)
+    assert h.add(zero, 0) is kept and len(h) == 1
+    entry = h.add(after, 0)
+    assert entry.rates is not None
+    dk = after.counters.num_write_kb - before.counters.num_write_kb
+    assert entry.rates.write_bytes_sec == pytest.approx(dk * 1024 / 31)
+    assert entry.rates.interval_s == pytest.approx(31)
 
 
 def test_short_interval_gives_no_rate(burst):
@@ -151,11 +180,14 @@ def test_no_proxied_rates_without_base_counters_or_across_a_base_reset(burst):
     h.add(dataclasses.replace(a, base=None), 0)
     assert h.add(b, 0).rates.proxied_write_bytes_sec is None
     h = PoolHistory(10)
-    h.add(a, 0)
+    first = h.add(a, 0)
     reset = dataclasses.replace(b, base=PoolCounters())
-    assert h.add(reset, 0).rates.proxied_write_ops_sec is None
+    assert h.add(reset, 0) is first             # maybe partial: not kept yet
+    reset = dataclasses.replace(reset, mono=b.mono + DIP_CONFIRM_S)
+    entry = h.add(reset, 0)                     # still lower: a reset of the base
+    assert entry.rates is not None and entry.rates.proxied_write_ops_sec is None
     # measured again from the reset sample on
-    later = dataclasses.replace(b, mono=b.mono + 30)
+    later = dataclasses.replace(b, mono=reset.mono + 30)
     assert h.add(later, 0).rates.proxied_write_ops_sec is not None
 
 
