@@ -112,15 +112,6 @@ class Settings:
                                      if v != unset}},
                           sort_keys=True)
 
-    @classmethod
-    def from_json(cls, text: Optional[str]) -> 'Settings':
-        if not text:
-            return cls()
-        d = json.loads(text)
-        mode = d.get('mode')
-        return cls(mode=mode if mode in MODES else DEFAULT_MODE,
-                   pools={int(k): PoolState.from_dict(v) for k, v in d.get('pools', {}).items()})
-
 
 def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
     """The stored settings, and what could not be read of them: a pool
@@ -176,10 +167,6 @@ class DecisionRecord:
                    reason=str(d['reason']), result=str(d['result']))
 
 
-def history_to_json(records: Deque[DecisionRecord]) -> str:
-    return json.dumps([r.to_dict() for r in records])
-
-
 # The mon refuses a config-key value over mon_config_key_max_entry_size (64
 # KiB by default), and Pacific's set_store only logs the refusal: the store
 # would keep an older copy.  A decision's reasons run to a few hundred bytes
@@ -188,8 +175,8 @@ HISTORY_MAX_TEXT_BYTES = 56 * 1024
 
 
 def history_to_store(records: Deque[DecisionRecord]) -> str:
-    """history_to_json, without the oldest decisions if the whole would
-    not fit in HISTORY_MAX_TEXT_BYTES."""
+    """The records as JSON (history_from_json reads them back), without
+    the oldest if the whole would not fit in HISTORY_MAX_TEXT_BYTES."""
     items = [json.dumps(r.to_dict()) for r in records]
     size = 2 + sum(len(i.encode()) for i in items) + 2 * max(len(items) - 1, 0)
     first = 0

@@ -327,10 +327,11 @@ class Tuner:
                    and self._map_behind_own_change(pid, tier, mono) else tier.ratios)
         path: List[Ratios] = []
         reached, err = self.apply_ratios(tier.pool, current, baseline, eff, path)
-        if not same(reached, current):
+        moved = not same(reached, current)
+        if moved:
             self.own_changes[pid] = OwnChange(tuple(path), mono)
         if err is not None:
-            if not same(reached, current):
+            if moved:
                 # Part of the way back: recorded as tiertune's own change,
                 # so the next tick does not take it for a hand change.
                 ps.last_applied = reached

@@ -6,7 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tiertune.bounds import BOUND_KEYS, KNOB_KEYS, OSD_AGENT_SLOP, Bounds, Knobs, with_setting
-from tiertune.state import DecisionRecord, PoolState, Settings, history_from_json, history_to_json
+from tiertune.state import (
+    DecisionRecord,
+    PoolState,
+    Settings,
+    history_from_json,
+    history_to_store,
+    settings_from_store,
+)
 from tiertune.topology import Ratios
 
 
@@ -70,15 +77,15 @@ def test_settings_round_trip_through_json():
     ps.last_applied = Ratios(0.3, 0.6, 0.8)
     ps.last_change_wall = 1234.5
     ps.manual_change = 'changed by hand'
-    back = Settings.from_json(s.to_json())
-    assert back == s
+    back, problems = settings_from_store(s.to_json())
+    assert back == s and problems == []
     assert back.effective_mode(7) == 'warn' and back.effective_mode(8) == 'on'
 
 
 def test_empty_or_bad_settings_load_as_defaults():
-    assert Settings.from_json(None) == Settings()
-    s = Settings.from_json('{"mode": "bogus", "pools": {"3": {"mode": "x"}}}')
-    assert s.mode == 'warn' and s.pools[3] == PoolState()
+    assert settings_from_store(None) == (Settings(), [])
+    s, problems = settings_from_store('{"mode": "bogus", "pools": {"3": {"mode": "x"}}}')
+    assert s.mode == 'warn' and s.pools[3] == PoolState() and problems == []
 
 
 def test_history_round_trip_and_bound():
@@ -87,7 +94,7 @@ def test_history_round_trip_and_bound():
         recs.append(DecisionRecord(time=float(i), pool='cache', mode='on',
                                    old=Ratios(0.4, 0.6, 0.8), new=Ratios(0.3, 0.6, 0.8),
                                    reason='idle', result='applied'))
-    back = history_from_json(history_to_json(recs))
+    back = history_from_json(history_to_store(recs))
     assert len(back) == 100 and list(back) == list(recs) and back[0].time == 50.0
 
 
