@@ -61,6 +61,8 @@ def fixture_from(raw: Dict[str, Any], how: str) -> Dict[str, Any]:
         decoded[int(key.rsplit('/', 1)[1])] = {round(s.wall, 3): s for s, _ in entries}
     # Each pool's samples were saved at a different tick: the ticks all have.
     walls = sorted(set.intersection(*(set(d) for d in decoded.values())))
+    if len(walls) < 2:
+        raise ValueError(f'the pools\' saved samples share {len(walls)} tick(s): too few')
     pools: Dict[str, Any] = {}
     for pid, by_wall in sorted(decoded.items()):
         first = by_wall[walls[0]]
@@ -127,13 +129,13 @@ def capture(out: Path, tiers: int, load_ops: float, load_period: float, seconds:
 
     from localcluster import ClusterSpec, LocalCluster
     workdir = workdir or Path(tempfile.mkdtemp(prefix='tiertune-loaded-tiers-'))
-    c = LocalCluster(workdir, ClusterSpec().with_overrides(
-        {'slow_osds': '0', 'make_tier': 'false', 'bench_seconds': '0'}))
+    c = LocalCluster(workdir, ClusterSpec().with_overrides(mtc.CLUSTER_OVERRIDES))
     load = mtc.Load(c, load_ops, load_period)
     try:
-        c.start()
-        for key, val in (('sleep_interval', TICK_S), ('history_size', 120)):
-            c.ceph('config', 'set', 'mgr', f'mgr/tiertune/{key}', str(val))
+        mtc.start_cluster(c, TICK_S, 120)
+        # Saved every tick (one pool a tick): the pools' saved histories
+        # then end within a few ticks of each other and share most ticks.
+        c.ceph('config', 'set', 'mgr', 'mgr/tiertune/samples_save_interval', '0')
         mtc.add_tiers(c, 0, tiers, 1, mtc.LOAD_TARGET_MAX_BYTES, mtc.LOAD_RATIOS)
         c.wait_clean(timeout=300)
         load.start(tiers)

@@ -57,7 +57,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Deque, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -199,14 +199,12 @@ def tiertune_status(c: LocalCluster) -> Dict[str, Any]:
     return json.loads(c.ceph('tiertune', 'status', '--format', 'json').stdout)
 
 
-def measure(c: LocalCluster, pools: int, history: int, ticks: int,
-            interval: float) -> Dict[str, Any]:
+def wait_filled(c: LocalCluster, pools: int, history: int, interval: float) -> None:
     def filled() -> bool:
         rows = tiertune_status(c)['pools']
         return len(rows) == pools and all(r['samples'] >= history for r in rows)
     c.wait_for(f'{pools} cache pools with {history} samples each', filled,
                timeout=history * interval * 3 + 120, interval=5.0)
-    return read_ticks(c, pools, ticks, interval)
 
 
 def read_ticks(c: LocalCluster, pools: int, ticks: int, interval: float) -> Dict[str, Any]:
@@ -221,12 +219,21 @@ def read_ticks(c: LocalCluster, pools: int, ticks: int, interval: float) -> Dict
 PLACEMENTS = ('shared', 'mgr on its own CPU') * 2
 
 
-def measure_placements(c: LocalCluster, pools: int, history: int, ticks: int,
-                       interval: float, pinning: bool) -> List[Dict[str, Any]]:
-    """measure(), then with --pinning the same again in each placement."""
-    first = measure(c, pools, history, ticks, interval)
+def measure(c: LocalCluster, pools: int, history: int, ticks: int, interval: float,
+            pinning: bool, annotate: Callable[[Dict[str, Any]], None]) -> List[Dict[str, Any]]:
+    """Once every history is full, the next ticks' figures; with --pinning
+    those of each placement in turn.  Each row is annotated, then printed."""
+    wait_filled(c, pools, history, interval)
+
+    def read(placement: Optional[str] = None) -> Dict[str, Any]:
+        row = read_ticks(c, pools, ticks, interval)
+        if placement is not None:
+            row['placement'] = placement
+        annotate(row)
+        print_progress(row)
+        return row
     if not pinning:
-        return [first]
+        return [read()]
     cpus = os.sched_getaffinity(0)
     mgr = [int(c.state['pids'][f'mgr.{c.active_mgr()}'])]
     rest = [int(pid) for name, pid in c.state['pids'].items() if int(pid) not in mgr]
@@ -238,8 +245,7 @@ def measure_placements(c: LocalCluster, pools: int, history: int, ticks: int,
                 cpu_placement.share(mgr + rest, cpus)
             else:
                 cpu_placement.split(mgr, rest, cpus)
-            rows.append({**read_ticks(c, pools, ticks, interval), 'placement': placement})
-            print_progress(rows[-1])
+            rows.append(read(placement))
     finally:
         cpu_placement.share(mgr + rest, cpus)
     return rows
@@ -250,31 +256,37 @@ def pool_count(c: LocalCluster) -> int:
     return len(c.ceph_json('osd', 'pool', 'ls'))
 
 
+# A local cluster for the tick's cost: fast OSDs only, no tier of its own
+# (the bench makes them), no start-up bench.
+CLUSTER_OVERRIDES = {'slow_osds': '0', 'make_tier': 'false', 'bench_seconds': '0'}
+
+
+def start_cluster(c: LocalCluster, interval: float, history: int) -> None:
+    """Start c with tiertune sampling every interval s, history samples kept."""
+    c.start()
+    for key, val in (('sleep_interval', interval), ('history_size', history)):
+        c.ceph('config', 'set', 'mgr', f'mgr/tiertune/{key}', str(int(val)))
+
+
 def run(workdir: Path, steps: List[int], interval: float, history: int, ticks: int,
         pg_num: int, pools: int = 0, load_ops: float = 0.0,
         load_period: float = 20.0, idle_first: bool = False,
         pinning: bool = False) -> List[Dict[str, Any]]:
-    spec = ClusterSpec().with_overrides({'slow_osds': '0', 'make_tier': 'false',
-                                         'bench_seconds': '0'})
-    c = LocalCluster(workdir, spec)
+    c = LocalCluster(workdir, ClusterSpec().with_overrides(CLUSTER_OVERRIDES))
     rows: List[Dict[str, Any]] = []
     load = Load(c, load_ops, load_period) if load_ops > 0 else None
     target, ratios = ((LOAD_TARGET_MAX_BYTES, LOAD_RATIOS) if load is not None
                       else (TARGET_MAX_BYTES, ()))
 
     def step(n: int, io: str) -> None:
-        for row in measure_placements(c, n, history, ticks, interval, pinning):
+        def annotate(row: Dict[str, Any]) -> None:
             row['io'] = io
             if load is not None and io == 'load':
                 row['load_ops_written'] = load.written
-            rows.append(row)
-            if 'placement' not in row:
-                print_progress(row)
+        rows.extend(measure(c, n, history, ticks, interval, pinning, annotate))
 
     try:
-        c.start()
-        for key, val in (('sleep_interval', interval), ('history_size', history)):
-            c.ceph('config', 'set', 'mgr', f'mgr/tiertune/{key}', str(int(val)))
+        start_cluster(c, interval, history)
         have = 0
         for n in steps:
             add_tiers(c, have, n, pg_num, target, ratios)
