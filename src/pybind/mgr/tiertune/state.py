@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from .bounds import Bounds, Knobs, as_dict, bounds_from_dict, knobs_from_dict
+from .stepping import same
 from .topology import Ratios
 
 MODES = ('off', 'warn', 'on')
@@ -37,6 +38,9 @@ class PoolState:
     last_change_wall: Optional[float] = None
     # Set when the operator changed a ratio by hand: what tiertune saw and did.
     manual_change: Optional[str] = None
+    # A change tiertune is making, stored before its first `osd pool set`
+    # and cleared after the last (see PlannedChange).
+    planned: Optional['PlannedChange'] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -47,6 +51,7 @@ class PoolState:
             'last_applied': self.last_applied.as_dict() if self.last_applied else None,
             'last_change_wall': self.last_change_wall,
             'manual_change': self.manual_change,
+            'planned': self.planned.to_dict() if self.planned else None,
         }
 
     @classmethod
@@ -60,7 +65,33 @@ class PoolState:
             last_applied=ratios_from_dict(d['last_applied']) if d.get('last_applied') else None,
             last_change_wall=_opt_float(d.get('last_change_wall')),
             manual_change=_opt_str(d.get('manual_change')),
+            planned=PlannedChange.from_dict(d['planned']) if d.get('planned') else None,
         )
+
+
+@dataclass(frozen=True)
+class PlannedChange:
+    """A change of a pool's ratios as tiertune is about to make it: the
+    ratios after each of its `osd pool set`s (path[0] the ones before), and
+    when (wall clock).  Stored before the first command: a mgr that takes
+    over after a failover or crash part way through finds the pool at one of
+    these, which is tiertune's own change cut short, not a hand change."""
+    path: Tuple[Ratios, ...]
+    wall: float
+
+    def reached(self, ratios: Ratios) -> Optional[Ratios]:
+        """The state on the path after a command that ratios are, if any."""
+        return next((r for r in self.path[1:] if same(r, ratios)), None)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {'path': [r.as_dict() for r in self.path], 'wall': self.wall}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> 'PlannedChange':
+        wall = _opt_float(d['wall'])
+        if wall is None:
+            raise ValueError('planned change without a time')
+        return cls(tuple(ratios_from_dict(r) for r in d['path']), wall)
 
 
 def _set_by_operator(obj: Any) -> Dict[str, float]:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 from . import actuation, controller, models
 from .rates import HistoryBook, HistoryEntry
 from .sampling import AgentLevels, agent_levels
-from .state import HISTORY_KEEP, DecisionRecord, Settings, ratios_from_dict
+from .state import HISTORY_KEEP, DecisionRecord, PlannedChange, Settings, ratios_from_dict
 from .stepping import same
 from .topology import CacheTier, Ratios
 
@@ -208,8 +208,11 @@ class Tuner:
         """What tiertune last set (or took over), when the pool's ratios now
         differ from it (someone changed them by hand); else None, also when
         the OSD map is older than tiertune's own last change (OwnChange)."""
-        applied = self.settings.pool(pid).last_applied
+        ps = self.settings.pool(pid)
+        applied = ps.last_applied
         if applied is None or same(applied, tier.ratios):
+            return None
+        if ps.planned is not None and ps.planned.reached(tier.ratios) is not None:
             return None
         return None if self._map_behind_own_change(pid, tier, mono) else applied
 
@@ -243,6 +246,7 @@ class Tuner:
         """A ratio that differs from what tiertune last set was changed by
         someone else: respect it.  The pool goes to `warn` (tiertune keeps
         recommending, never overrides) until the operator says `on` again."""
+        self._settle_planned(pid, tier, eff)
         applied = self._set_before_a_hand_change(pid, tier, mono)
         if applied is None:
             return
@@ -256,6 +260,26 @@ class Tuner:
         eff.audit(f'tiertune: pool {tier.pool}: {ps.manual_change}')
         eff.save_settings()
 
+    def _settle_planned(self, pid: int, tier: CacheTier, eff: Effects) -> None:
+        """A change still planned at a tick was cut short by a mgr failover
+        or crash (the mgr that made it clears it when done): ratios on its
+        path are what tiertune set, and the rest of it is not made (the next
+        decision starts from where the pool is)."""
+        ps = self.settings.pool(pid)
+        planned, ps.planned = ps.planned, None
+        if planned is None:
+            return
+        reached = planned.reached(tier.ratios)
+        if reached is not None and not (ps.last_applied and same(ps.last_applied, reached)):
+            ps.last_applied = tier.ratios
+            ps.last_change_wall = planned.wall
+            msg = (f'tiertune: pool {tier.pool}: {fmt(planned.path[0])} -> '
+                   f'{fmt(planned.path[-1])} stopped at {fmt(tier.ratios)} (a mgr failover or '
+                   f'restart during the change): taken as tiertune\'s own')
+            eff.audit(msg)
+            eff.log(msg)
+        eff.save_settings()
+
     def _apply(self, pid: int, tier: CacheTier, decision: controller.Decision, eff: Effects,
                mono: float, wall: float) -> None:
         retry = self.retry_after.get(pid)
@@ -265,8 +289,13 @@ class Tuner:
         if ps.baseline is None:
             ps.baseline = tier.ratios
         reason = '; '.join(decision.reasons) or 'controller decision'
+        # Stored before the first command, so a mgr that takes over part
+        # way through knows the ratios it finds are tiertune's (PlannedChange).
+        ps.planned = PlannedChange(planned_path(tier.ratios, decision.next), wall)
+        eff.save_settings()
         path: List[Ratios] = []
         reached, err = self.apply_ratios(tier.pool, tier.ratios, decision.next, eff, path)
+        ps.planned = None
         if not same(reached, tier.ratios):
             # Even a part of the batch changed the pool (and reset its PGs'
             # hit sets): it counts for the rate limit, and is what tiertune
@@ -389,3 +418,12 @@ VAR_RATIO = {var: name for name, var in actuation.POOL_VARS.items()}
 def fmt(r: Ratios) -> str:
     return f'{r.dirty:.2f}/{r.dirty_high:.2f}/{r.full:.2f}'
 
+
+def planned_path(current: Ratios, target: Ratios) -> Tuple[Ratios, ...]:
+    """current, then the ratios after each command of actuation.plan."""
+    state = current.as_dict()
+    path = [current]
+    for var, value in actuation.plan(current, target):
+        state[VAR_RATIO[var]] = value
+        path.append(ratios_from_dict(state))
+    return tuple(path)

@@ -372,3 +372,77 @@ def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch)
     # The next tick, on the map of that half reset, sees no hand change.
     step_as(t, burst, mgr, ratios=reached, mono_offset=1)
     assert ps.manual_change is None and t.settings.effective_mode(pid) == 'on'
+
+
+class Failover(Exception):
+    """The mgr dying part way through a change (raised from an `osd pool set`)."""
+
+
+def test_a_change_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(burst, monkeypatch):
+    """The change is stored before its first `osd pool set`: a new mgr that
+    finds the pool part way along it keeps the pool in `on`, takes the
+    ratios it finds as what tiertune set, and carries on from there."""
+    from tiertune.state import settings_from_store
+    t = Tuner()
+    t.settings.mode = 'on'
+    stored: List[str] = []
+    sets: List[Tuple[str, str]] = []
+
+    def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+        if len(sets) == 1:
+            raise Failover()
+        sets.append((var, val))
+        return None
+
+    eff = Effects(pool_set=pool_set, save_settings=lambda: stored.append(t.settings.to_json()),
+                  save_history=lambda pid: None, audit=lambda m: None, log=lambda m: None)
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    old = tiers[pid].ratios
+    with pytest.raises(Failover):
+        t.step(tiers, book, [], {}, 3.0, eff, mono, wall)
+    assert sets == [('cache_target_full_ratio', '0.900000')]
+    monkeypatch.undo()
+    # The new mgr: the stored settings, the OSD map with the one command.
+    t2, mgr2 = Tuner(), FakeMgr()
+    t2.settings, problems = settings_from_store(stored[-1])
+    assert not problems and t2.settings.pool(pid).last_applied == old
+    midway = Ratios(old.dirty, old.dirty_high, 0.9)
+    step_as(t2, burst, mgr2, ratios=midway, mono_offset=1000)
+    ps = t2.settings.pool(pid)
+    assert t2.settings.effective_mode(pid) == 'on' and ps.manual_change is None
+    assert ps.last_applied == midway and ps.planned is None
+    assert ps.last_change_wall == wall
+    assert any('taken as tiertune' in a for a in mgr2.audits)
+    assert '"planned": null' in t2.settings.to_json() or '"planned"' not in t2.settings.to_json()
+
+
+def test_ratios_off_a_cut_short_change_are_still_a_hand_change(burst, monkeypatch):
+    from tiertune.state import PlannedChange
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    tiers = step_as(t, burst, mgr)
+    (pid,) = tiers
+    old = tiers[pid].ratios
+    ps = t.settings.pool(pid)
+    assert ps.last_applied == old
+    ps.planned = PlannedChange((old, Ratios(old.dirty, old.dirty_high, 0.9),
+                                Ratios(0.2, old.dirty_high, 0.9)), 1.0)
+    step_as(t, burst, mgr, ratios=Ratios(0.35, old.dirty_high, 0.9), mono_offset=1)
+    assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
+    assert ps.planned is None and mgr.sets == []
+
+
+def test_a_completed_change_leaves_nothing_planned(burst, monkeypatch):
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    saved: List[str] = []
+    mgr._save = lambda: saved.append(t.settings.to_json())
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    assert len(mgr.sets) == 3
+    # Saved with the plan before the commands, and without it after.
+    assert '"planned": {' in saved[-2] and '"planned": null' in saved[-1]
+    assert t.settings.pool(pid).planned is None
