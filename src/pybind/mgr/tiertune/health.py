@@ -1,6 +1,7 @@
 """The module's health checks, computed in one place from a tick's results."""
 
 import math
+import time
 from typing import Any, Dict, List, Mapping, Optional
 
 from .law import TYPICAL_BURST_S
@@ -9,6 +10,11 @@ from .report import fmt_bytes
 from .state import Settings
 from .topology import CacheTier
 from .tuner import PoolView
+
+# Ticks that fail in a row before it is raised: one failure can be a mon
+# election or a stats report in the middle of an update; three at the
+# default 30 s interval are a loop that no longer tunes.
+TICK_FAILURES_WARN = 3
 
 
 def _check(summary: str, detail: List[str]) -> Dict[str, Any]:
@@ -92,3 +98,14 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         checks['TIERTUNE_BOUNDS_BLOCK'] = _check(
             f'{len(blocked)} cache pool(s) need a change their tiertune bounds forbid', blocked)
     return checks
+
+
+def tick_failed_check(failures: int, since_wall: float, error: str) -> Dict[str, Any]:
+    """TIERTUNE_TICK_FAILED: the loop has failed `failures` ticks in a row,
+    the first at since_wall; error is the latest.  The tick's own checks
+    stay as the last tick that ran left them."""
+    since = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since_wall))
+    return _check(f'tiertune has failed {failures} ticks in a row: it is not tuning',
+                  [f'every tick since {since} failed; the latest: {error} (the mgr log has '
+                   f'the traceback; the other tiertune checks are as the last good tick '
+                   f'left them)'])

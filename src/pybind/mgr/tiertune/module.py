@@ -16,7 +16,7 @@ from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
 from . import models, sample_store
 from .commands import Commands
-from .health import health_checks
+from .health import TICK_FAILURES_WARN, health_checks, tick_failed_check
 from .options import OPTION_NAMES, OPTIONS
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
@@ -81,6 +81,11 @@ class Module(Commands, MgrModule):
         self._drains = DrainEvents()
         self._loaded = False
         self._health: Dict[str, Any] = {}
+        # The checks of the last tick that ran to the end, and the ticks
+        # failed since (count, wall time of the first).
+        self._tick_checks: Dict[str, Any] = {}
+        self._failed_ticks = 0
+        self._failing_since = 0.0
         self._tick_costs = TickCosts()
 
     # ----- options and persistence ------------------------------------------------
@@ -217,6 +222,10 @@ class Module(Commands, MgrModule):
         parts: Dict[str, float] = {}
         try:
             self._tick(mono, wall, parts)
+            self._failed_ticks = 0
+        except Exception as e:
+            self._tick_failed(e, time.time() if wall is None else wall)
+            raise
         finally:
             cpu, took = time.thread_time() - cpu0, time.perf_counter() - wall0
             with self._lock:
@@ -266,6 +275,7 @@ class Module(Commands, MgrModule):
             clock.mark('models_and_law')
             checks = health_checks(active, self._tuner.views, self._tuner.settings)
             calls = self._progress_calls(active, levels, before, mono)
+        self._tick_checks = checks
         self._set_health(checks)
         self._send_progress(calls)
         clock.mark('health_progress')
@@ -339,6 +349,14 @@ class Module(Commands, MgrModule):
             except Exception as e:
                 # progress disabled or failing: events are a courtesy, not a duty
                 self.log.debug('progress %s %s: %s', method, ev_id, e)
+
+    def _tick_failed(self, e: Exception, wall: float) -> None:
+        if self._failed_ticks == 0:
+            self._failing_since = wall
+        self._failed_ticks += 1
+        if self._failed_ticks >= TICK_FAILURES_WARN:
+            self._set_health({**self._tick_checks, 'TIERTUNE_TICK_FAILED': tick_failed_check(
+                self._failed_ticks, self._failing_since, f'{type(e).__name__}: {e}')})
 
     def _set_health(self, checks: Dict[str, Any]) -> None:
         """The one place health is set: the whole set, every tick, only when it changed."""

@@ -351,6 +351,34 @@ def test_health_is_set_from_the_tick(burst, make_module):
     assert m.health == {}
 
 
+def test_ticks_failing_in_a_row_raise_a_health_check_until_one_runs(burst, make_module):
+    """A loop that keeps failing (here pool_stats unreadable) says so in
+    health after TICK_FAILURES_WARN ticks, keeps the checks of the last
+    tick that ran, and clears once a tick runs again."""
+    from tiertune.health import TICK_FAILURES_WARN
+    inputs = copy.deepcopy(burst['samples'][-1]['inputs'])
+    for p in inputs['osd_map']['pools']:
+        if p['tier_of'] >= 0:
+            p['target_max_bytes'] = 0
+    m, get = make_module(inputs)
+    m.tick()
+    assert set(m.health) == {'TIERTUNE_NO_TARGET'}
+    good = get.inputs
+    get.inputs = {**good, 'pool_stats': {'pool_stats': [{'poolid': 'x'}]}}
+    for n in range(1, TICK_FAILURES_WARN + 1):
+        with pytest.raises(ValueError):
+            m.tick()
+        if n < TICK_FAILURES_WARN:
+            assert set(m.health) == {'TIERTUNE_NO_TARGET'}, n
+    assert set(m.health) == {'TIERTUNE_NO_TARGET', 'TIERTUNE_TICK_FAILED'}
+    (detail,) = m.health['TIERTUNE_TICK_FAILED']['detail']
+    assert 'ValueError' in detail and f'{TICK_FAILURES_WARN} ticks' in \
+        m.health['TIERTUNE_TICK_FAILED']['summary']
+    get.inputs = good
+    m.tick()
+    assert set(m.health) == {'TIERTUNE_NO_TARGET'}
+
+
 def idle_minute_then_the_burst(burst):
     """The recorded burst after a minute and a quarter of idle ticks (its
     first sample's inputs, every 15 s): a module that ran before the burst
