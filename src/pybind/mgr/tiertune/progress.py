@@ -53,8 +53,17 @@ class DrainEvents:
         for pid in list(self.events):
             ev = self.events[pid]
             level = dirty.get(pid)
-            if not on.get(pid) or level is None or mono - ev.started_mono > DRAIN_EVENT_MAX_S:
+            if not on.get(pid) or level is None:
                 calls += self._close(pid)
+                continue
+            if mono - ev.started_mono > DRAIN_EVENT_MAX_S and level > ev.target_dirty:
+                # Failed, not completed: `ceph progress` then says the
+                # level was not reached, rather than that it was.
+                del self.events[pid]
+                calls.append(('fail', ev.ev_id, {'message': (
+                    f'dirty data of cache pool {ev.pool} still at {level:.0%} of target after '
+                    f'{DRAIN_EVENT_MAX_S / 60:.0f} min, not down to {ev.target_dirty:.0%}: '
+                    f'clients write as fast as the agent flushes, or the base is slow')}))
                 continue
             span = ev.start_dirty - ev.target_dirty
             done = 1.0 if span <= 0 else (ev.start_dirty - level) / span

@@ -27,12 +27,22 @@ def test_nothing_to_drain_or_raising_starts_nothing():
     assert d.started(3, 'cache', None, 0.4, 0.1, 0.0) == []      # no level known
 
 
-def test_event_closes_when_pool_leaves_on_vanishes_or_times_out():
-    for dirty, on, t in (({3: 0.3}, {3: False}, 1.0), ({}, {}, 1.0),
-                         ({3: 0.3}, {3: True}, DRAIN_EVENT_MAX_S + 1)):
+def test_event_closes_when_pool_leaves_on_or_vanishes():
+    for dirty, on, t in (({3: 0.3}, {3: False}, 1.0), ({}, {}, 1.0)):
         d = DrainEvents(ids())
         d.started(3, 'cache', 0.35, 0.4, 0.1, 0.0)
         assert d.tick(dirty, on, t) == [('complete', 'ev0', {})]
+
+
+def test_a_drain_not_done_in_time_fails_its_event_saying_where_it_stopped():
+    d = DrainEvents(ids())
+    d.started(3, 'cache', 0.35, 0.4, 0.1, 0.0)
+    ((method, ev_id, kwargs),) = d.tick({3: 0.3}, {3: True}, DRAIN_EVENT_MAX_S + 1)
+    assert (method, ev_id) == ('fail', 'ev0') and d.events == {}
+    assert 'still at 30%' in str(kwargs['message']) and 'not down to 10%' in str(kwargs['message'])
+    # Reached on the tick it would time out: completed.
+    d.started(3, 'cache', 0.35, 0.4, 0.1, 0.0)
+    assert d.tick({3: 0.1}, {3: True}, DRAIN_EVENT_MAX_S + 1) == [('complete', 'ev1', {})]
 
 
 def test_a_new_drain_replaces_the_old_event():
