@@ -170,6 +170,7 @@ class Commands:
                     # not a hand change to respect (tuner.Tuner._adopt).
                     ps.manual_change = None
                     ps.last_applied = None
+                    ps.planned = None   # a change cut short before: the same
             self._save_settings_locked()
         what = f'pool {pool}' if pool else 'default'
         self._wake.set()

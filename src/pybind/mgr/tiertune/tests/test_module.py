@@ -744,3 +744,19 @@ def test_on_again_after_a_hand_change_in_warn_mode_stays_on(burst, make_module, 
     m.tick(recs[8]['mono'], recs[8]['wall'])
     assert ps.mode == 'on' and ps.manual_change is None
     assert ps.last_applied == Ratios(0.5, 0.6, 0.8)       # taken over on `on`
+
+
+def test_on_clears_a_change_left_planned_by_an_earlier_mgr(burst, make_module):
+    """`on` takes whatever ratios the pool has as tiertune's own: a change
+    an earlier mgr left planned (cut short, then the pool left in warn)
+    is not settled later with its old time and an audit line."""
+    from tiertune.state import PlannedChange
+    from tiertune.topology import Ratios
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    (pid,) = m._tiers
+    pool = burst['spec']['cache_pool']
+    m._tuner.settings.pool(pid).planned = PlannedChange((Ratios(0.4, 0.6, 0.8),
+                                                         Ratios(0.4, 0.6, 0.9)), 1.0)
+    assert m._cmd_mode(pool, 'on').retval == 0
+    assert m._tuner.settings.pool(pid).planned is None
+    assert json.loads(m.get_store('state'))['pools'][str(pid)]['planned'] is None
