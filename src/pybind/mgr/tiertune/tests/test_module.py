@@ -338,12 +338,17 @@ def test_eval_says_a_pool_changed_by_hand_would_go_to_warn(burst, make_module, m
     assert ps.mode == 'on' and ps.manual_change is None and sets == []
 
 
-def test_health_is_set_from_the_tick(burst, make_module):
+def without_targets(burst):
+    """The burst's last inputs with no target on its cache pool."""
     inputs = copy.deepcopy(burst['samples'][-1]['inputs'])
     for p in inputs['osd_map']['pools']:
         if p['tier_of'] >= 0:
             p['target_max_bytes'] = 0
-    m, get = make_module(inputs)
+    return inputs
+
+
+def test_health_is_set_from_the_tick(burst, make_module):
+    m, get = make_module(without_targets(burst))
     m.tick()
     assert 'TIERTUNE_NO_TARGET' in m.health
     assert m._cmd_mode('off').retval == 0
@@ -356,11 +361,7 @@ def test_ticks_failing_in_a_row_raise_a_health_check_until_one_runs(burst, make_
     health after TICK_FAILURES_WARN ticks, keeps the checks of the last
     tick that ran, and clears once a tick runs again."""
     from tiertune.health import TICK_FAILURES_WARN
-    inputs = copy.deepcopy(burst['samples'][-1]['inputs'])
-    for p in inputs['osd_map']['pools']:
-        if p['tier_of'] >= 0:
-            p['target_max_bytes'] = 0
-    m, get = make_module(inputs)
+    m, get = make_module(without_targets(burst))
     m.tick()
     assert set(m.health) == {'TIERTUNE_NO_TARGET'}
     good = get.inputs
