@@ -222,7 +222,10 @@ class Module(Commands, MgrModule):
         parts: Dict[str, float] = {}
         try:
             self._tick(mono, wall, parts)
+            # Set once the tick has run to the end, so a tick that fails
+            # after its checks does not clear TIERTUNE_TICK_FAILED first.
             self._failed_ticks = 0
+            self._set_health(self._tick_checks)
         except Exception as e:
             self._tick_failed(e, time.time() if wall is None else wall)
             raise
@@ -276,7 +279,6 @@ class Module(Commands, MgrModule):
             checks = health_checks(active, self._tuner.views, self._tuner.settings)
             calls = self._progress_calls(active, levels, before, mono)
         self._tick_checks = checks
-        self._set_health(checks)
         self._send_progress(calls)
         clock.mark('health_progress')
         for key, text in saves.items():

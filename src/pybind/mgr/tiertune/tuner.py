@@ -90,6 +90,13 @@ class PoolView:
 # way through) a change this long after it was made has not lagged: the
 # ratios were set back since, by someone else.
 MAP_CATCH_UP_S = 20.0
+# A change left planned (PlannedChange) is settled as tiertune's own only
+# this long after it was made (wall clock): enough for a failover (the
+# mon's beacon grace, 30 s, a new mgr's start and first tick).  Older, the
+# mgr was down long enough for someone to have undone part of it by hand,
+# which lands on an earlier step of the same path: then the usual
+# hand-change rule decides (the safe side).
+PLANNED_SETTLE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -149,7 +156,7 @@ class Tuner:
         for (pid, tier), job, (model, gate) in zip(pools, jobs, fitted, strict=True):
             mode = self.settings.effective_mode(pid)
             if mode == 'on':
-                self._notice_manual_change(pid, tier, eff, mono)
+                self._notice_manual_change(pid, tier, eff, mono, wall)
                 mode = self.settings.effective_mode(pid)
             if mode == 'on':
                 self._adopt(pid, tier, eff, mono)
@@ -208,11 +215,8 @@ class Tuner:
         """What tiertune last set (or took over), when the pool's ratios now
         differ from it (someone changed them by hand); else None, also when
         the OSD map is older than tiertune's own last change (OwnChange)."""
-        ps = self.settings.pool(pid)
-        applied = ps.last_applied
+        applied = self.settings.pool(pid).last_applied
         if applied is None or same(applied, tier.ratios):
-            return None
-        if ps.planned is not None and ps.planned.reached(tier.ratios) is not None:
             return None
         return None if self._map_behind_own_change(pid, tier, mono) else applied
 
@@ -242,11 +246,11 @@ class Tuner:
         return models.FitJob(entries, tier, limits.get(pid, models.DEFAULT_LIMITS), cache)
 
     def _notice_manual_change(self, pid: int, tier: CacheTier, eff: Effects,
-                              mono: float) -> None:
+                              mono: float, wall: float) -> None:
         """A ratio that differs from what tiertune last set was changed by
         someone else: respect it.  The pool goes to `warn` (tiertune keeps
         recommending, never overrides) until the operator says `on` again."""
-        self._settle_planned(pid, tier, eff)
+        self._settle_planned(pid, tier, eff, wall)
         applied = self._set_before_a_hand_change(pid, tier, mono)
         if applied is None:
             return
@@ -260,16 +264,21 @@ class Tuner:
         eff.audit(f'tiertune: pool {tier.pool}: {ps.manual_change}')
         eff.save_settings()
 
-    def _settle_planned(self, pid: int, tier: CacheTier, eff: Effects) -> None:
+    def _settle_planned(self, pid: int, tier: CacheTier, eff: Effects, wall: float) -> None:
         """A change still planned at a tick was cut short by a mgr failover
         or crash (the mgr that made it clears it when done): ratios on its
         path are what tiertune set, and the rest of it is not made (the next
         decision starts from where the pool is)."""
         ps = self.settings.pool(pid)
-        planned, ps.planned = ps.planned, None
+        planned = ps.planned
         if planned is None:
             return
-        reached = planned.reached(tier.ratios)
+        if same(tier.ratios, planned.path[0]) and wall - planned.wall < MAP_CATCH_UP_S:
+            # No command shows yet: the map may be behind a command made
+            # (an in-flight one from the old mgr, or one before an error).
+            return
+        ps.planned = None
+        reached = planned.reached(tier.ratios) if wall - planned.wall < PLANNED_SETTLE_S else None
         if reached is not None and not (ps.last_applied and same(ps.last_applied, reached)):
             ps.last_applied = tier.ratios
             ps.last_change_wall = planned.wall
