@@ -300,10 +300,11 @@ class Tuner:
         reason = '; '.join(decision.reasons) or 'controller decision'
         # Stored before the first command, so a mgr that takes over part
         # way through knows the ratios it finds are tiertune's (PlannedChange).
-        ps.planned = PlannedChange(planned_path(tier.ratios, decision.next), wall)
+        steps = planned_steps(tier.ratios, decision.next)
+        ps.planned = PlannedChange((tier.ratios, *(after for _, _, after in steps)), wall)
         eff.save_settings()
         path: List[Ratios] = []
-        reached, err = self.apply_ratios(tier.pool, tier.ratios, decision.next, eff, path)
+        reached, err = self.apply_ratios(tier.pool, tier.ratios, steps, eff, path)
         ps.planned = None
         if not same(reached, tier.ratios):
             # Even a part of the batch changed the pool (and reset its PGs'
@@ -330,23 +331,24 @@ class Tuner:
         eff.save_history(pid)
 
     @staticmethod
-    def apply_ratios(pool: str, current: Ratios, target: Ratios, eff: Effects,
+    def apply_ratios(pool: str, current: Ratios, steps: Sequence['Step'], eff: Effects,
                      path: Optional[List[Ratios]] = None) -> Tuple[Ratios, Optional[str]]:
-        """Set the ratios in an order that keeps dirty <= dirty_high <= full
-        after every command.  Stops at the first failure (each prefix is a
-        valid state).  Returns the ratios reached and the error, if any;
-        path, if given, gets current and the ratios after each command."""
-        reached = current.as_dict()
+        """Run the commands of steps (planned_steps from current: in an
+        order that keeps dirty <= dirty_high <= full after every one).
+        Stops at the first failure (each prefix is a valid state).  Returns
+        the ratios reached and the error, if any; path, if given, gets
+        current and the ratios after each command."""
+        reached = current
         if path is not None:
             path.append(current)
-        for var, value in actuation.plan(current, target):
+        for var, value, after in steps:
             err = eff.pool_set(pool, var, f'{value:.6f}')
             if err is not None:
-                return ratios_from_dict(reached), f'osd pool set {pool} {var} {value:.6f}: {err}'
-            reached[VAR_RATIO[var]] = value
+                return reached, f'osd pool set {pool} {var} {value:.6f}: {err}'
+            reached = after
             if path is not None:
-                path.append(ratios_from_dict(reached))
-        return ratios_from_dict(reached), None
+                path.append(after)
+        return reached, None
 
     def reset(self, pid: int, tier: CacheTier, eff: Effects, wall: float,
               mono: float) -> Tuple[int, str]:
@@ -364,7 +366,8 @@ class Tuner:
         current = (ps.last_applied if ps.last_applied is not None
                    and self._map_behind_own_change(pid, tier, mono) else tier.ratios)
         path: List[Ratios] = []
-        reached, err = self.apply_ratios(tier.pool, current, baseline, eff, path)
+        reached, err = self.apply_ratios(tier.pool, current, planned_steps(current, baseline),
+                                         eff, path)
         moved = not same(reached, current)
         if moved:
             self.own_changes[pid] = OwnChange(tuple(path), mono)
@@ -428,11 +431,17 @@ def fmt(r: Ratios) -> str:
     return f'{r.dirty:.2f}/{r.dirty_high:.2f}/{r.full:.2f}'
 
 
-def planned_path(current: Ratios, target: Ratios) -> Tuple[Ratios, ...]:
-    """current, then the ratios after each command of actuation.plan."""
+# One `osd pool set` of a change: the pool variable, its value, and the
+# pool's ratios after it.
+Step = Tuple[str, float, Ratios]
+
+
+def planned_steps(current: Ratios, target: Ratios) -> List[Step]:
+    """The commands of actuation.plan from current to target, each with
+    the ratios it leaves."""
     state = current.as_dict()
-    path = [current]
+    steps = []
     for var, value in actuation.plan(current, target):
         state[VAR_RATIO[var]] = value
-        path.append(ratios_from_dict(state))
-    return tuple(path)
+        steps.append((var, value, ratios_from_dict(state)))
+    return steps
