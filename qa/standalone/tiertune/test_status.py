@@ -167,3 +167,16 @@ def test_ceph_health_says_when_a_tier_has_no_target(cluster):
                      str(cluster.spec.target_max_bytes))
     cluster.wait_for('TIERTUNE_NO_TARGET to clear',
                      lambda: 'TIERTUNE_NO_TARGET' not in tiertune_checks(cluster), 60)
+
+
+def test_the_monitor_refuses_a_sleep_interval_outside_its_bounds(cluster):
+    # The monitor holds a module option to its min only when it has a max
+    # as well; 0 would have spun tiertune's loop.
+    try:
+        for value in ('0', '86401'):
+            r = cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/sleep_interval', value,
+                             check=False)
+            assert r.returncode == errno.EINVAL, (value, r.returncode, r.stderr)
+    finally:
+        cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/sleep_interval', str(TICK_S))
+    assert status(cluster)['tick'] is not None

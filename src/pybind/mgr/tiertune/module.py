@@ -17,7 +17,7 @@ from mgr_module import MgrModule, MonCommandFailed, NotifyType
 from . import models, sample_store
 from .commands import Commands
 from .health import TICK_FAILURES_WARN, health_checks, tick_failed_check
-from .options import OPTION_NAMES, OPTIONS
+from .options import OPTION_NAMES, OPTIONS, SLEEP_INTERVAL_MAX_S, SLEEP_INTERVAL_MIN_S
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
@@ -96,6 +96,15 @@ class Module(Commands, MgrModule):
     def _read_options(self) -> None:
         for name in OPTION_NAMES:
             setattr(self, name, self.get_module_option(name))
+        # The monitor holds `config set` to the option's bounds, but not a
+        # value from a mgr host's ceph.conf, or one stored before the
+        # bounds were declared: 0 would spin the loop.
+        interval = min(max(int(self.sleep_interval), SLEEP_INTERVAL_MIN_S), SLEEP_INTERVAL_MAX_S)
+        if interval != self.sleep_interval:
+            self.log.warning('sleep_interval %s is outside %d..%d s: using %d s',
+                             self.sleep_interval, SLEEP_INTERVAL_MIN_S, SLEEP_INTERVAL_MAX_S,
+                             interval)
+            self.sleep_interval = interval
         with self._lock:
             if self._book.size != int(self.history_size):
                 self._book.resize(int(self.history_size))

@@ -3,12 +3,22 @@
 
 from mgr_module import Option
 
+# The monitor enforces a module option's min only when it has a max too
+# (MgrMonitor sets both or neither): without one, `config set ...
+# sleep_interval 0` was taken, and the loop spun, each sample too close to
+# the last for a rate.  A day is far past any useful tick.
+SLEEP_INTERVAL_MIN_S = 1
+SLEEP_INTERVAL_MAX_S = 86400
+SAVE_INTERVAL_MAX_S = 86400
+
 OPTIONS = [
-    Option('sleep_interval', type='secs', default=30, min=1, runtime=True,
+    Option('sleep_interval', type='secs', default=30, min=SLEEP_INTERVAL_MIN_S,
+           max=SLEEP_INTERVAL_MAX_S, runtime=True,
            desc='how often to sample the cache pools (and decide)'),
     Option('history_size', type='uint', default=120, min=2, max=100000, runtime=True,
            desc='samples kept per cache pool'),
-    Option('samples_save_interval', type='secs', default=300, min=0, runtime=True,
+    Option('samples_save_interval', type='secs', default=300, min=0, max=SAVE_INTERVAL_MAX_S,
+           runtime=True,
            desc='how often each cache pool\'s samples are written to the store, to '
                 'survive a mgr restart or failover (0: every tick)'),
 ]

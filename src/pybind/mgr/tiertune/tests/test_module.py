@@ -169,12 +169,30 @@ def test_a_failing_tick_does_not_end_serve(burst, make_module):
         calls.append(1)
         if len(calls) >= 2:
             m._shutdown.set()
+        m._wake.set()   # no sleep_interval to wait out
         raise RuntimeError('boom')
     m.tick = bad_tick
-    m.sleep_interval = 0
-    m._ceph_get_module_option = lambda *a: 0 if a[1] == 'sleep_interval' else None
     m.serve()
     assert len(calls) == 2
+
+
+def test_every_option_with_a_minimum_has_a_maximum():
+    # Pacific's monitor enforces a module option's bounds only when both
+    # are declared: a lone min lets `ceph config set` store anything.
+    from tiertune.options import OPTIONS
+    for o in OPTIONS:
+        assert ('min' in o) == ('max' in o), o['name']
+
+
+@pytest.mark.parametrize('stored, used', [(0, 1), (-5, 1), (10 ** 9, 86400), (7, 7)])
+def test_a_sleep_interval_the_monitor_did_not_check_is_clamped(burst, make_module, stored,
+                                                                used):
+    # A mgr host's ceph.conf, or a value stored before the option had a
+    # maximum, is not held to the bounds: 0 would spin the loop.
+    m, get = make_module(burst['samples'][0]['inputs'])
+    m._ceph_get_module_option = lambda mod, key, *a: stored if key == 'sleep_interval' else None
+    m._read_options()
+    assert m.sleep_interval == used
 
 
 def test_history_size_option_resizes(burst, make_module):
