@@ -395,6 +395,10 @@ class Tuner:
         ps.last_applied = None
         ps.manual_change = None
         ps.baseline = None   # taken again if tiertune takes control again
+        if moved:
+            # It reset the PGs' hit sets as any change does: `mode on`
+            # right after it waits out the rate limit.
+            ps.last_change_wall = wall
         eff.save_settings()
         eff.save_history(pid)
         return 0, f'pool {tier.pool}: ratios restored to {fmt(baseline)}; mode warn'

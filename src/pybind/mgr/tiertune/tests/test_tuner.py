@@ -162,6 +162,30 @@ def test_reset_restores_baseline_and_goes_to_warn(burst, monkeypatch):
     assert t.history(pid)[-1].result == 'reset'
 
 
+def test_a_reset_counts_for_the_rate_limit(burst, monkeypatch):
+    # A reset resets the PGs' hit sets like any change: the controller's
+    # rate limit (min_interval_s) counts from it once the pool is on again.
+    from tiertune import controller
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    ps = t.settings.pool(pid)
+    ps.baseline = Ratios(0.3, 0.4, 0.7)
+    later = ps.knobs.min_interval_s + 60.0      # the first change's limit is over
+    _, _, mono, wall = replay(burst)
+    rc, _ = t.reset(pid, tiers[pid], mgr.effects(), wall + later, mono + later)
+    assert rc == 0 and ps.last_change_wall == wall + later
+    monkeypatch.undo()      # the real controller, its inputs recorded
+    real, seen = controller.decide, []
+    monkeypatch.setattr(controller, 'decide', lambda inp: seen.append(inp) or real(inp))
+    ps.mode = 'on'
+    step(t, burst, mgr, mono_offset=later + 1.0)
+    (inp,) = seen
+    assert inp.last_change_s == pytest.approx(mono + later)
+
+
 def test_reset_without_baseline_changes_nothing(burst):
     t, mgr = Tuner(), FakeMgr()
     tiers = step(t, burst, mgr)
