@@ -62,6 +62,7 @@ def test_default_mode_is_warn(cluster):
     (('set', 'base', 'max_step', '0.2'), errno.EINVAL),               # not a cache tier
     (('mode', POOL, 'sideways'), errno.EINVAL),
     (('mode', 'sideways'), errno.EINVAL),
+    (('mode', 'default'), errno.EINVAL),                              # a pool's only
     (('mode', 'no-such-pool', 'on'), errno.ENOENT),
     (('eval', 'no-such-pool'), errno.ENOENT),
     (('reset', 'base'), errno.EINVAL),

@@ -14,7 +14,7 @@ from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
 from .bounds import with_setting
 from .report import format_history, format_table, status_row
-from .state import MODES
+from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
 from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool
 
@@ -138,15 +138,16 @@ class Commands:
     def _cmd_mode(self, pool_or_mode: str, mode: Optional[str] = None,
                   format: str = 'plain') -> HandleCommandResult:
         """Set tiertune's mode (off|warn|on): `mode <mode>` sets the default,
-        `mode <pool> <mode>` one pool's"""
+        `mode <pool> <mode>` one pool's (`default`: follow the default again)"""
         bad = bad_format(format)
         if bad:
             return bad
         pool = pool_or_mode if mode is not None else None
         new = mode if mode is not None else pool_or_mode
-        if new not in MODES:
+        allowed = MODES + ((FOLLOW_DEFAULT,) if pool is not None else ())
+        if new not in allowed:
             return HandleCommandResult(-errno.EINVAL, '',
-                                       f"unknown mode '{new}' (one of: {', '.join(MODES)})")
+                                       f"unknown mode '{new}' (one of: {', '.join(allowed)})")
         tier = None
         if pool is not None:
             found = self._pool_arg(pool, format)
@@ -161,10 +162,10 @@ class Commands:
                 taken = [ps for ps in s.pools.values() if ps.mode is None]
             else:
                 ps = s.pool(tier.pool_id)
-                ps.mode = new
+                ps.mode = None if new == FOLLOW_DEFAULT else new
                 taken = [ps]
-            if new == 'on':
-                for ps in taken:
+            for ps in taken:
+                if s.effective_mode_of(ps) == 'on':
                     # Whatever the pool has now, set by tiertune or by hand
                     # while it was not `on`, is where tiertune goes on from:
                     # not a hand change to respect (tuner.Tuner._adopt).
@@ -172,9 +173,31 @@ class Commands:
                     ps.last_applied = None
                     ps.planned = None   # a change cut short before: the same
             self._save_settings_locked()
-        what = f'pool {pool}' if pool else 'default'
+            effective = s.effective_mode_of(taken[0]) if tier else new
+        own = self._own_modes(new) if tier is None else []
         self._wake.set()
-        return self._reply({'pool': pool, 'mode': new}, format, f'{what} mode is now {new}\n')
+        if tier is None:
+            plain = f'default mode is now {new}\n'
+            if own:
+                plain += (f'pools with a mode of their own, which keep it: '
+                          f'{", ".join(f"{p} ({m})" for p, m in own)} (`ceph tiertune mode '
+                          f'<pool> {FOLLOW_DEFAULT}` makes one follow the default)\n')
+            return self._reply({'pool': None, 'mode': new,
+                                'pools_with_own_mode': [{'pool': p, 'mode': m} for p, m in own]},
+                               format, plain)
+        plain = (f'pool {pool} mode is now {new}\n' if new != FOLLOW_DEFAULT else
+                 f'pool {pool} follows the default mode ({effective})\n')
+        return self._reply({'pool': pool, 'mode': effective,
+                            'pool_mode': None if new == FOLLOW_DEFAULT else new},
+                           format, plain)
+
+    def _own_modes(self, default: str) -> List[Tuple[str, str]]:
+        """(pool, mode) of the cache pools whose own mode is not the default."""
+        names = {pid: t.pool for pid, t in cache_tiers(self.get('osd_map')).items()}
+        with self._lock:
+            pools = list(self._tuner.settings.pools.items())
+        return sorted((names[pid], ps.mode) for pid, ps in pools
+                      if ps.mode is not None and ps.mode != default and pid in names)
 
     @CLIWriteCommand('tiertune set')
     def _cmd_set(self, pool: str, key: str, value: float,

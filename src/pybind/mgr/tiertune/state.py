@@ -15,6 +15,8 @@ from .stepping import same
 from .topology import Ratios
 
 MODES = ('off', 'warn', 'on')
+# `mode <pool> default`: drop the pool's own mode, follow the default again.
+FOLLOW_DEFAULT = 'default'
 DEFAULT_MODE = 'warn'    # as pg_autoscaler's was: report before acting
 HISTORY_KEEP = 100       # decisions kept per pool
 
@@ -133,7 +135,10 @@ class Settings:
 
     def effective_mode(self, pool_id: int) -> str:
         ps = self.pools.get(pool_id)
-        return ps.mode if ps and ps.mode else self.mode
+        return self.effective_mode_of(ps) if ps else self.mode
+
+    def effective_mode_of(self, ps: PoolState) -> str:
+        return ps.mode or self.mode
 
     def to_json(self) -> str:
         # A pool with nothing set differs in nothing from a missing one.

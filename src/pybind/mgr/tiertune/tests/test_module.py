@@ -266,9 +266,46 @@ def test_mode_arguments(burst, make_module):
     assert m._cmd_mode('sideways').retval == -errno.EINVAL
     assert m._cmd_mode(pool, 'sideways').retval == -errno.EINVAL
     assert m._cmd_mode('nosuchpool', 'on').retval == -errno.ENOENT
+    assert m._cmd_mode('default').retval == -errno.EINVAL     # only a pool follows it
     out = json.loads(m._cmd_mode(pool, 'on', format='json').stdout)
-    assert out == {'pool': pool, 'mode': 'on'}
+    assert out == {'pool': pool, 'mode': 'on', 'pool_mode': 'on'}
     assert m._tuner.settings.mode == 'warn'
+
+
+def test_a_pool_with_its_own_mode_is_named_and_can_follow_the_default_again(burst,
+                                                                            make_module):
+    # The default on, a pool set on by itself (as after a hand change sent
+    # it to warn): `mode off` leaves it on, and says so; `mode <pool>
+    # default` makes it follow the default.
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    pool = burst['spec']['cache_pool']
+    (pid,) = m._tiers
+    assert m._cmd_mode('on').retval == 0
+    assert m._cmd_mode(pool, 'on').retval == 0
+    r = m._cmd_mode('off')
+    assert r.retval == 0 and f'{pool} (on)' in r.stdout
+    out = json.loads(m._cmd_mode('off', format='json').stdout)
+    assert out == {'pool': None, 'mode': 'off',
+                   'pools_with_own_mode': [{'pool': pool, 'mode': 'on'}]}
+    assert m._tuner.settings.effective_mode(pid) == 'on'
+    out = json.loads(m._cmd_mode(pool, 'default', format='json').stdout)
+    assert out == {'pool': pool, 'mode': 'off', 'pool_mode': None}
+    assert m._tuner.settings.pools[pid].mode is None
+    assert m._tuner.settings.effective_mode(pid) == 'off'
+    assert json.loads(m._cmd_mode('warn', format='json').stdout)['pools_with_own_mode'] == []
+
+
+def test_following_a_default_of_on_takes_the_ratios_as_they_are(burst, make_module):
+    # As `mode <pool> on` does: a hand change noticed before is not held
+    # against the pool once the operator makes it follow a default of on.
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    pool = burst['spec']['cache_pool']
+    (pid,) = m._tiers
+    assert m._cmd_mode('on').retval == 0
+    ps = m._tuner.settings.pool(pid)
+    ps.mode, ps.manual_change = 'warn', 'dirty_ratio changed outside tiertune'
+    assert m._cmd_mode(pool, 'default').stdout == f'pool {pool} follows the default mode (on)\n'
+    assert ps.mode is None and ps.manual_change is None and ps.last_applied is None
 
 
 def test_eval_before_and_after_a_tick(burst, make_module):
