@@ -180,3 +180,20 @@ def test_the_monitor_refuses_a_sleep_interval_outside_its_bounds(cluster):
     finally:
         cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/sleep_interval', str(TICK_S))
     assert status(cluster)['tick'] is not None
+
+
+def test_a_tier_without_its_overlay_is_held(cluster):
+    """`osd tier remove-overlay` sends clients straight to the base while
+    the tier stays writeback: tiertune holds (every op would read as
+    proxied), and tunes again once the overlay is back."""
+    reason = 'no overlay: pool '
+    cluster.ceph('osd', 'tier', 'remove-overlay', cluster.spec.base_pool)
+    try:
+        row = wait_row(cluster, 'the tick to hold for the missing overlay',
+                       lambda r: any(x.startswith(reason) for x in r['decision']['reasons']))
+        assert row['cache_mode'] == 'writeback' and row['decision']['action'] == 'hold'
+    finally:
+        cluster.ceph('osd', 'tier', 'set-overlay', cluster.spec.base_pool,
+                     cluster.spec.cache_pool)
+    wait_row(cluster, 'the tick to see the overlay again',
+             lambda r: not any(x.startswith(reason) for x in r['decision']['reasons']))

@@ -58,6 +58,10 @@ class CacheTier:
     min_evict_age_s: int
     last_change: int
     crush_rule: int = -1
+    # The base sends clients to this tier (`osd tier set-overlay`: its
+    # read_tier/write_tier).  Without it clients go straight to the base and
+    # the tier only drains what it holds.
+    overlay: bool = True
 
     @property
     def has_target(self) -> bool:
@@ -90,6 +94,8 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
     """All cache pools (tier_of set, cache_mode not none), by pool id."""
     pools: List[Mapping[str, Any]] = osd_map.get('pools', [])
     names = {int(p['pool']): str(p['pool_name']) for p in pools}
+    overlays = {int(p['pool']): {int(p.get('read_tier', -1)), int(p.get('write_tier', -1))}
+                for p in pools}
     erasure = {int(p['pool']) for p in pools if int(p.get('type', 1)) == POOL_TYPE_ERASURE}
     tiers: Dict[int, CacheTier] = {}
     for p in pools:
@@ -116,6 +122,7 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             min_evict_age_s=int(p.get('cache_min_evict_age', 0)),
             last_change=int(p.get('last_change', 0)),
             crush_rule=int(p.get('crush_rule', -1)),
+            overlay=pid in overlays.get(base_id, {pid}),
         )
     return tiers
 

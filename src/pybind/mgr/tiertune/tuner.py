@@ -415,6 +415,12 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
     if tier.cache_mode in HOLD_CACHE_MODES:
         reasons.append(f'cache_mode {tier.cache_mode}: the tier takes no new objects (it is '
                        f'bypassed, or drained to be removed)')
+    if not tier.overlay:
+        # Its figures would read every client op as proxied (the base's
+        # own IO): the promote advice and the busy-base test go wrong too.
+        reasons.append(f'no overlay: pool {tier.base_pool} sends its clients straight to '
+                       f'the base, not to this tier (osd tier set-overlay {tier.base_pool} '
+                       f'{tier.pool})')
     if not entries:
         reasons.append('no sample yet')
         return reasons

@@ -26,12 +26,23 @@ def test_cache_pool_and_its_base_from_real_osd_map(burst):
     assert tier.has_target
     assert not tier.base_is_erasure
     assert tier.last_change > 0   # the mon dumps it as a string
+    assert tier.overlay
 
 
 def test_base_pool_alone_is_not_a_tier(burst):
     osd_map = copy.deepcopy(burst['samples'][0]['inputs']['osd_map'])
     osd_map['pools'] = [p for p in osd_map['pools'] if p['tier_of'] < 0]
     assert cache_tiers(osd_map) == {}
+
+
+def test_a_tier_whose_base_has_no_overlay_to_it(burst):
+    # As after `osd tier remove-overlay BASE`: a tier still, clients elsewhere.
+    osd_map = copy.deepcopy(burst['samples'][0]['inputs']['osd_map'])
+    for p in osd_map['pools']:
+        if p['tier_of'] < 0:
+            p['read_tier'] = p['write_tier'] = -1
+    (tier,) = cache_tiers(osd_map).values()
+    assert not tier.overlay
 
 
 def test_cache_mode_none_is_not_a_cache_pool(burst):
