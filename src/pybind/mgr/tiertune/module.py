@@ -210,13 +210,14 @@ class Module(Commands, MgrModule):
         # The store is loaded by the first tick (or an earlier command),
         # inside the loop's guard: nothing stored can end the loop.
         self.log.info('tiertune starting: every %ss', self.sleep_interval)
+        woken = False
         while not self._shutdown.is_set():
             try:
-                self.tick()
+                self.tick(woken=woken)
             except Exception:
                 # A bad tick must not end the loop: log it and try next time.
                 self.log.exception('tiertune tick failed')
-            self._wake.wait(timeout=float(self.sleep_interval))
+            woken = self._wake.wait(timeout=float(self.sleep_interval))
             self._wake.clear()
         self.log.info('tiertune stopped')
 
@@ -225,12 +226,15 @@ class Module(Commands, MgrModule):
         self._wake.set()
         super().shutdown()
 
-    def tick(self, mono: Optional[float] = None, wall: Optional[float] = None) -> None:
-        """Sample, fit, decide, act. mono/wall default to now (tests replay recorded times)."""
+    def tick(self, mono: Optional[float] = None, wall: Optional[float] = None,
+             woken: bool = False) -> None:
+        """Sample, fit, decide, act. mono/wall default to now (tests replay
+        recorded times).  woken: a command or an option change cut the sleep
+        short (see _sample_due)."""
         cpu0, wall0 = time.thread_time(), time.perf_counter()
         parts: Dict[str, float] = {}
         try:
-            self._tick(mono, wall, parts)
+            self._tick(mono, wall, parts, woken)
             # Set once the tick has run to the end, so a tick that fails
             # after its checks does not clear TIERTUNE_TICK_FAILED first.
             self._failed_ticks = 0
@@ -244,7 +248,7 @@ class Module(Commands, MgrModule):
                 self._tick_costs.record(cpu, took, len(self._tiers), parts)
 
     def _tick(self, mono: Optional[float], wall: Optional[float],
-              parts: Dict[str, float]) -> None:
+              parts: Dict[str, float], woken: bool = False) -> None:
         """tick()'s work; parts gets the CPU seconds of its costly steps."""
         mono = time.monotonic() if mono is None else mono
         wall = time.time() if wall is None else wall
@@ -264,9 +268,13 @@ class Module(Commands, MgrModule):
         else:
             tiers = self._tiers
         clock = StepClock(parts)
-        samples = take_samples(self.get, tiers, mono, wall)
+        with self._lock:
+            due = not woken or self._sample_due(mono)
+            levels = {} if due else self._newest_levels_locked(tiers)
+        samples = take_samples(self.get, tiers, mono, wall) if due else {}
         clock.mark('pool_stats')
-        levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
+        if due:
+            levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:
             self._tiers = tiers
             dirty_bytes = {pid: lv.dirty_bytes for pid, lv in levels.items()}
@@ -293,6 +301,27 @@ class Module(Commands, MgrModule):
         for key, text in saves.items():
             self.set_store(key, text)
         clock.mark('store')
+
+    def _sample_due(self, mono: float) -> bool:
+        """Whether a tick a command woke samples: only once half a
+        sleep_interval has passed since the last sample.  A shorter interval
+        spans fewer of the OSDs' stats reports (every 5 s) than the ticks'
+        own, so its rates are mostly noise (its latest-interval figures,
+        such as the base's client load, read 0 or a multiple), and each
+        sample takes a place in the bounded history: a few dozen commands
+        would cut the history's span by as many intervals."""
+        newest = max((h.latest.sample.mono for h in self._book.pools.values()
+                      if h.latest is not None), default=None)
+        return newest is None or mono - newest >= float(self.sleep_interval) / 2
+
+    def _newest_levels_locked(self, tiers: Dict[int, CacheTier]) -> Dict[int, AgentLevels]:
+        """The agent levels of each pool's newest sample (a tick that takes none)."""
+        levels: Dict[int, AgentLevels] = {}
+        for pid, tier in tiers.items():
+            hist = self._book.get(pid)
+            if hist is not None and hist.latest is not None:
+                levels[pid] = agent_levels(tier, hist.latest.sample.counters)
+        return levels
 
     def _samples_to_save_locked(self, sampled: Iterable[int], present: Iterable[int],
                                 mono: float) -> Dict[str, Optional[str]]:

@@ -165,15 +165,33 @@ def test_a_failing_tick_does_not_end_serve(burst, make_module):
     m, get = make_module(burst['samples'][0]['inputs'])
     calls = []
 
-    def bad_tick():
-        calls.append(1)
+    def bad_tick(**kwargs):
+        calls.append(kwargs)
         if len(calls) >= 2:
             m._shutdown.set()
         m._wake.set()   # no sleep_interval to wait out
         raise RuntimeError('boom')
     m.tick = bad_tick
     m.serve()
-    assert len(calls) == 2
+    assert calls == [{'woken': False}, {'woken': True}]    # the second: woken, not timed
+
+
+def test_a_tick_a_command_wakes_soon_after_a_sample_takes_none(burst, make_module):
+    # Its interval would span fewer OSD stats reports than a tick's, and
+    # its sample would take a place in the bounded history.
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:4])
+    m.sleep_interval = 30
+    (pid,) = m._tiers
+    last = recs[3]
+    n, asked = len(m._book.get(pid)), get.asked.count('pool_stats')
+    m.tick(last['mono'] + 14, last['wall'] + 14, woken=True)
+    assert len(m._book.get(pid)) == n and get.asked.count('pool_stats') == asked
+    assert m._tuner.views[pid] is not None                  # it decided all the same
+    m.tick(last['mono'] + 15, last['wall'] + 15, woken=True)  # half an interval
+    assert len(m._book.get(pid)) == n + 1
+    m.tick(last['mono'] + 16, last['wall'] + 16)             # a timed tick always samples
+    assert len(m._book.get(pid)) == n + 2
 
 
 def test_every_option_with_a_minimum_has_a_maximum():
