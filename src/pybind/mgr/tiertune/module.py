@@ -384,11 +384,23 @@ class Module(Commands, MgrModule):
 
     def _send_progress(self, calls: List[Call]) -> None:
         for method, ev_id, kwargs in calls:
+            if method == 'fail' and not self._progress_enabled():
+                # The progress module's update and complete do nothing while
+                # it is off, but its fail warns in the log of an event its
+                # update never made.
+                continue
             try:
                 self.remote('progress', method, ev_id, **kwargs)
             except Exception as e:
                 # progress disabled or failing: events are a courtesy, not a duty
                 self.log.debug('progress %s %s: %s', method, ev_id, e)
+
+    def _progress_enabled(self) -> bool:
+        try:
+            on = self.get_module_option_ex('progress', 'enabled', True)
+        except Exception:
+            return True     # unknown: as before, fail is sent and may warn
+        return str(on).lower() not in ('false', '0')
 
     def _tick_failed(self, e: Exception, wall: float) -> None:
         if self._failed_ticks == 0:

@@ -95,3 +95,18 @@ def test_a_drain_starts_when_the_pools_decision_history_is_full(burst, make_modu
     assert len(m._tuner.histories[pid]) == HISTORY_KEEP
     updates = [c for c in m.remote_calls if c[0] == 'progress' and c[1] == 'update']
     assert updates and 'draining dirty data' in updates[0][3]['ev_msg']
+
+
+@pytest.mark.parametrize('enabled, sent', [(None, True), (True, True), ('true', True),
+                                           (False, False), ('false', False)])
+def test_a_failed_drain_is_not_sent_to_a_progress_module_that_is_off(make_module, burst,
+                                                                      enabled, sent):
+    # Off, the progress module never made the event, and its fail (unlike
+    # update and complete) warns that it does not exist.
+    m, get = make_module(burst['samples'][0]['inputs'])
+    m._ceph_get_module_option = lambda mod, key, *a: enabled if (mod, key) == (
+        'progress', 'enabled') else None
+    m.remote_calls.clear()
+    m._send_progress([('update', 'ev', {'ev_msg': 'x', 'ev_progress': 0.5}),
+                      ('fail', 'ev', {'message': 'stuck'})])
+    assert [c[1] for c in m.remote_calls] == (['update', 'fail'] if sent else ['update'])
