@@ -283,8 +283,9 @@ class Tuner:
             ps.last_applied = tier.ratios
             ps.last_change_wall = planned.wall
             msg = (f'tiertune: pool {tier.pool}: {fmt(planned.path[0])} -> '
-                   f'{fmt(planned.path[-1])} stopped at {fmt(tier.ratios)} (a mgr failover or '
-                   f'restart during the change): taken as tiertune\'s own')
+                   f'{fmt(planned.path[-1])} stopped at {fmt(tier.ratios)} (cut short by a '
+                   f'mgr failover or restart, or an error, during the change): taken as '
+                   f'tiertune\'s own')
             eff.audit(msg)
             eff.log(msg)
         eff.save_settings()

@@ -447,6 +447,38 @@ def test_a_change_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(bur
     assert any('taken as tiertune' in a for a in mgr2.audits)
 
 
+def test_a_change_an_unexpected_error_cut_short_is_tiertunes_own(burst, monkeypatch):
+    """Not a refusal (returned, and handled by _apply) but an exception out
+    of an `osd pool set` part way: the same mgr's next tick finds the
+    plan in memory and takes the ratios the commands made as its own."""
+    t = Tuner()
+    t.settings.mode = 'on'
+    sets: List[Tuple[str, str]] = []
+
+    def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+        if len(sets) == 1:
+            raise RuntimeError('mon connection lost')
+        sets.append((var, val))
+        return None
+
+    eff = Effects(pool_set=pool_set, save_settings=lambda: None, save_history=lambda pid: None,
+                  audit=lambda m: None, log=lambda m: None)
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    old = tiers[pid].ratios
+    with pytest.raises(RuntimeError):
+        t.step(tiers, book, [], {}, 3.0, eff, mono, wall)
+    monkeypatch.undo()
+    mgr = FakeMgr()
+    midway = Ratios(old.dirty, old.dirty_high, 0.9)
+    step_as(t, burst, mgr, ratios=midway, mono_offset=30)
+    ps = t.settings.pool(pid)
+    assert t.settings.effective_mode(pid) == 'on' and ps.manual_change is None
+    assert ps.last_applied == midway and ps.planned is None
+    assert any('cut short' in a for a in mgr.audits)
+
+
 def test_ratios_off_a_cut_short_change_are_still_a_hand_change(burst, monkeypatch):
     from tiertune.state import PlannedChange
     t, mgr = Tuner(), FakeMgr()
