@@ -174,7 +174,7 @@ class Commands:
                     ps.planned = None   # a change cut short before: the same
             self._save_settings_locked()
             effective = s.effective_mode_of(taken[0]) if tier else new
-        own = self._own_modes(new) if tier is None else []
+        own = self._own_modes() if tier is None else []
         self._wake.set()
         if tier is None:
             plain = f'default mode is now {new}\n'
@@ -191,13 +191,14 @@ class Commands:
                             'pool_mode': None if new == FOLLOW_DEFAULT else new},
                            format, plain)
 
-    def _own_modes(self, default: str) -> List[Tuple[str, str]]:
-        """(pool, mode) of the cache pools whose own mode is not the default."""
+    def _own_modes(self) -> List[Tuple[str, str]]:
+        """(pool, mode) of the cache pools with a mode of their own (the
+        same as the default or not: they keep it when the default changes)."""
         names = {pid: t.pool for pid, t in cache_tiers(self.get('osd_map')).items()}
         with self._lock:
             pools = list(self._tuner.settings.pools.items())
         return sorted((names[pid], ps.mode) for pid, ps in pools
-                      if ps.mode is not None and ps.mode != default and pid in names)
+                      if ps.mode is not None and pid in names)
 
     @CLIWriteCommand('tiertune set')
     def _cmd_set(self, pool: str, key: str, value: float,

@@ -95,19 +95,24 @@ class Module(Commands, MgrModule):
 
     def _read_options(self) -> None:
         for name in OPTION_NAMES:
-            setattr(self, name, self.get_module_option(name))
-        # The monitor holds `config set` to the option's bounds, but not a
-        # value from a mgr host's ceph.conf, or one stored before the
-        # bounds were declared: 0 would spin the loop.
-        interval = min(max(int(self.sleep_interval), SLEEP_INTERVAL_MIN_S), SLEEP_INTERVAL_MAX_S)
-        if interval != self.sleep_interval:
-            self.log.warning('sleep_interval %s is outside %d..%d s: using %d s',
-                             self.sleep_interval, SLEEP_INTERVAL_MIN_S, SLEEP_INTERVAL_MAX_S,
-                             interval)
-            self.sleep_interval = interval
+            value = self.get_module_option(name)
+            if name == 'sleep_interval':
+                # The monitor holds `config set` to the option's bounds, but
+                # not a value stored before they were declared: 0 would spin
+                # the loop.  Clamped before it is set, as serve reads it
+                # from another thread.
+                value = self._clamped_sleep_interval(value)
+            setattr(self, name, value)
         with self._lock:
             if self._book.size != int(self.history_size):
                 self._book.resize(int(self.history_size))
+
+    def _clamped_sleep_interval(self, value: Any) -> int:
+        interval = min(max(int(value), SLEEP_INTERVAL_MIN_S), SLEEP_INTERVAL_MAX_S)
+        if interval != value:
+            self.log.warning('sleep_interval %s is outside %d..%d s: using %d s', value,
+                             SLEEP_INTERVAL_MIN_S, SLEEP_INTERVAL_MAX_S, interval)
+        return interval
 
     def _ensure_loaded(self) -> None:
         """For commands.  The mgr takes commands as soon as the module is
@@ -230,7 +235,7 @@ class Module(Commands, MgrModule):
              woken: bool = False) -> None:
         """Sample, fit, decide, act. mono/wall default to now (tests replay
         recorded times).  woken: a command or an option change cut the sleep
-        short (see _sample_due)."""
+        short (see _sample_due_locked)."""
         cpu0, wall0 = time.thread_time(), time.perf_counter()
         parts: Dict[str, float] = {}
         try:
@@ -268,14 +273,14 @@ class Module(Commands, MgrModule):
         else:
             tiers = self._tiers
         clock = StepClock(parts)
-        with self._lock:
-            due = not woken or self._sample_due(mono)
-            levels = {} if due else self._newest_levels_locked(tiers)
-        samples = take_samples(self.get, tiers, mono, wall) if due else {}
+        samples = take_samples(self.get, tiers, mono, wall)
         clock.mark('pool_stats')
-        if due:
-            levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
+        levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:
+            if woken:
+                samples = {pid: s for pid, s in samples.items()
+                           if self._sample_due_locked(pid, mono)}
+            self._forget_across_overlay_changes_locked(tiers)
             self._tiers = tiers
             dirty_bytes = {pid: lv.dirty_bytes for pid, lv in levels.items()}
             for pid in self._book.record(samples, dirty_bytes, tiers.keys()):
@@ -302,26 +307,32 @@ class Module(Commands, MgrModule):
             self.set_store(key, text)
         clock.mark('store')
 
-    def _sample_due(self, mono: float) -> bool:
-        """Whether a tick a command woke samples: only once half a
-        sleep_interval has passed since the last sample.  A shorter interval
-        spans fewer of the OSDs' stats reports (every 5 s) than the ticks'
-        own, so its rates are mostly noise (its latest-interval figures,
-        such as the base's client load, read 0 or a multiple), and each
-        sample takes a place in the bounded history: a few dozen commands
-        would cut the history's span by as many intervals."""
-        newest = max((h.latest.sample.mono for h in self._book.pools.values()
-                      if h.latest is not None), default=None)
-        return newest is None or mono - newest >= float(self.sleep_interval) / 2
+    def _sample_due_locked(self, pid: int, mono: float) -> bool:
+        """Whether a tick a command woke keeps the pool's new sample: only
+        once half a sleep_interval has passed since its last (or when it
+        has none).  A shorter interval spans fewer of the OSDs' stats
+        reports (every 5 s) than the ticks' own, so its rates are mostly
+        noise (its latest-interval figures, such as the base's client load,
+        read 0 or a multiple), and each sample takes a place in the bounded
+        history: a few dozen commands would cut its span by as many
+        intervals."""
+        hist = self._book.get(pid)
+        newest = hist.latest if hist is not None else None
+        return newest is None or mono - newest.sample.mono >= float(self.sleep_interval) / 2
 
-    def _newest_levels_locked(self, tiers: Dict[int, CacheTier]) -> Dict[int, AgentLevels]:
-        """The agent levels of each pool's newest sample (a tick that takes none)."""
-        levels: Dict[int, AgentLevels] = {}
+    def _forget_across_overlay_changes_locked(self, tiers: Dict[int, CacheTier]) -> None:
+        """Drop the samples of a tier whose base overlay came or went since
+        the last tick: on one side of it the base's counters are the tier's
+        proxied IO, on the other its clients' own, and the models' sums
+        over the recent window would mix the two."""
         for pid, tier in tiers.items():
-            hist = self._book.get(pid)
-            if hist is not None and hist.latest is not None:
-                levels[pid] = agent_levels(tier, hist.latest.sample.counters)
-        return levels
+            before = self._tiers.get(pid)
+            if before is not None and before.overlay != tier.overlay and self._book.get(pid):
+                self._book.forget(pid)
+                self._samples_saved.pop(pid, None)     # the stored ones too, soon
+                self._sample_rows.pop(pid, None)
+                self.log.info('pool %s: base overlay %s; its samples start again', tier.pool,
+                              'back' if tier.overlay else 'removed')
 
     def _samples_to_save_locked(self, sampled: Iterable[int], present: Iterable[int],
                                 mono: float) -> Dict[str, Optional[str]]:

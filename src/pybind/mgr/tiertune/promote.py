@@ -73,6 +73,10 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
     throttle_bytes = limits.max_bytes_sec_per_osd * limits.osds
     gate = partial(_gate, throttle_ops)
 
+    if not tier.overlay:
+        # The base's counters are its clients' own IO: read as proxied by
+        # the cache, they would make any cache look bypassed.
+        return gate('unknown', f'no overlay: the base sends its clients {tier.clients_go}')
     if not len(s):
         return gate('unknown', 'no samples with rates yet')
     promote_now = _wmean(s.promote, s.short_w, s.short_total) or 0.0

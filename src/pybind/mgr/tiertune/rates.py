@@ -192,6 +192,10 @@ class HistoryBook:
             hist.add(sample, dirty_bytes.get(pid, 0))
         return gone
 
+    def forget(self, pool_id: int) -> None:
+        """Drop a pool's history: its next sample starts a new one."""
+        self.pools.pop(pool_id, None)
+
     def resize(self, size: int) -> None:
         self.size = size
         for hist in self.pools.values():

@@ -59,9 +59,17 @@ class CacheTier:
     last_change: int
     crush_rule: int = -1
     # The base sends clients to this tier (`osd tier set-overlay`: its
-    # read_tier/write_tier).  Without it clients go straight to the base and
-    # the tier only drains what it holds.
+    # read_tier/write_tier).  Without it clients go straight to the base,
+    # or to another of its tiers (overlay_pool, '' for none), and this tier
+    # only drains what it holds.
     overlay: bool = True
+    overlay_pool: str = ''
+
+    @property
+    def clients_go(self) -> str:
+        """Where the base sends its clients, when not to this tier."""
+        return (f'to tier {self.overlay_pool}' if self.overlay_pool
+                else 'straight to the base')
 
     @property
     def has_target(self) -> bool:
@@ -96,6 +104,7 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
     names = {int(p['pool']): str(p['pool_name']) for p in pools}
     overlays = {int(p['pool']): {int(p.get('read_tier', -1)), int(p.get('write_tier', -1))}
                 for p in pools}
+    read_tier = {int(p['pool']): int(p.get('read_tier', -1)) for p in pools}
     erasure = {int(p['pool']) for p in pools if int(p.get('type', 1)) == POOL_TYPE_ERASURE}
     tiers: Dict[int, CacheTier] = {}
     for p in pools:
@@ -123,6 +132,7 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             last_change=int(p.get('last_change', 0)),
             crush_rule=int(p.get('crush_rule', -1)),
             overlay=pid in overlays.get(base_id, {pid}),
+            overlay_pool=names.get(read_tier.get(base_id, -1), ''),
         )
     return tiers
 

@@ -419,9 +419,9 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
     if not tier.overlay:
         # Its figures would read every client op as proxied (the base's
         # own IO): the promote advice and the busy-base test go wrong too.
-        reasons.append(f'no overlay: pool {tier.base_pool} sends its clients straight to '
-                       f'the base, not to this tier (osd tier set-overlay {tier.base_pool} '
-                       f'{tier.pool})')
+        reasons.append(f'no overlay: pool {tier.base_pool} sends its clients '
+                       f'{tier.clients_go}, not to this tier (osd tier set-overlay '
+                       f'{tier.base_pool} {tier.pool})')
     if not entries:
         reasons.append('no sample yet')
         return reasons

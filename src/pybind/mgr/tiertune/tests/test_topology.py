@@ -42,7 +42,20 @@ def test_a_tier_whose_base_has_no_overlay_to_it(burst):
         if p['tier_of'] < 0:
             p['read_tier'] = p['write_tier'] = -1
     (tier,) = cache_tiers(osd_map).values()
-    assert not tier.overlay
+    assert not tier.overlay and tier.overlay_pool == ''
+
+
+def test_a_tier_whose_base_overlays_another_tier(burst):
+    osd_map = copy.deepcopy(burst['samples'][0]['inputs']['osd_map'])
+    base = next(p for p in osd_map['pools'] if p['tier_of'] < 0)
+    other = copy.deepcopy(next(p for p in osd_map['pools'] if p['tier_of'] >= 0))
+    other.update(pool=99, pool_name='other')
+    osd_map['pools'].append(other)
+    base['read_tier'] = base['write_tier'] = 99
+    tiers = cache_tiers(osd_map)
+    assert tiers[99].overlay
+    (tier,) = [t for pid, t in tiers.items() if pid != 99]
+    assert not tier.overlay and tier.overlay_pool == 'other'
 
 
 def test_cache_mode_none_is_not_a_cache_pool(burst):

@@ -204,8 +204,13 @@ def test_hold_reasons(burst):
     assert 'stale' in hold_reasons(tier, entries, [], 3.0, mono + 60)[0]
     assert 'no target' in hold_reasons(dataclasses.replace(tier, target_max_bytes=0),
                                        entries, [], 3.0, mono)[0]
-    assert hold_reasons(dataclasses.replace(tier, overlay=False), entries, [], 3.0,
-                        mono)[0].startswith('no overlay: pool ')
+    assert hold_reasons(dataclasses.replace(tier, overlay=False, overlay_pool=''), entries, [], 3.0,
+                        mono)[0].startswith('no overlay: pool base sends its clients straight '
+                                            'to the base, not to this tier')
+    # A base with another tier as its overlay sends them there.
+    assert 'sends its clients to tier other, not to this tier' in hold_reasons(
+        dataclasses.replace(tier, overlay=False, overlay_pool='other'), entries, [], 3.0,
+        mono)[0]
     last = entries[-1]
     degraded = dataclasses.replace(last.sample, counters=dataclasses.replace(
         last.sample.counters, num_objects_degraded=3))
