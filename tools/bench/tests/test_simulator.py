@@ -168,7 +168,7 @@ def test_fill_never_runs_far_past_the_target_under_a_write_flood():
     for _ in range(60):
         sim.step(1.0, flood)
         peak = max(peak, float(sim.levels()[1].max()))
-        assert (sim.D <= sim.C + sim.D + 1e-9).all() and (sim.C >= -1e-9).all()
+        assert (sim.D >= -1e-9).all() and (sim.C >= -1e-9).all()
         assert (sim.C + sim.D <= sim.N + 1e-6).all()
     assert peak < 1.1
 

@@ -212,9 +212,35 @@ def current_ordered(inp):
 
 # --- properties ------------------------------------------------------------
 
+@st.composite
+def valid_input_st(draw):
+    """input_st with what most real ticks have: the current ratios valid
+    (ordered, inside the bounds, on the mon's millionths), a fitted model,
+    nothing to hold for and no rate limit running.  input_st's current
+    ratios are rarely all three valid, and those almost never moved, so
+    the invariants' main path (a valid pool tiertune moves) went
+    unexercised there; here about a fifth of the examples change (66 of
+    300 with CI's fixed examples)."""
+    inp = draw(input_st(holds=(), fitted=True))
+    t = order_within((draw(micro), draw(micro), draw(micro)), inp.bounds.ranges())
+    ratios = Ratios(*(round(x * 1e6) / 1e6 for x in t))
+    assume(is_ordered(ratios) and in_bounds(ratios, inp.bounds, tol=0.0))
+    return dataclasses.replace(inp, ratios=ratios, last_change_s=None)
+
+
 @given(input_st())
 @settings(max_examples=600, deadline=None, database=None)
 def test_decision_invariants(inp):
+    check_invariants(inp)
+
+
+@given(valid_input_st())
+@settings(max_examples=300, deadline=None, database=None)
+def test_decision_invariants_from_valid_ratios(inp):
+    check_invariants(inp)
+
+
+def check_invariants(inp):
     dec = decide(inp)
     b, k = inp.bounds, inp.knobs
     assert dec.action in ('change', 'hold', 'none')
@@ -667,9 +693,13 @@ def test_full_follows_the_hit_curve():
     assert up.recommended.full == pytest.approx(0.89)
     flat = decide(make_input(make_model(short=20e6, slope=-0.1)))
     assert flat.recommended.full == pytest.approx(0.75)   # mid of 0.6..0.9
-    thin = decide(make_input(make_model(short=20e6, too_thin='fill did not vary')))
+    thin_input = make_input(make_model(short=20e6, too_thin='fill did not vary'))
+    thin = decide(thin_input)
     assert thin.recommended.full == pytest.approx(0.8)    # current, under the ceiling
-    assert any('fill did not vary' in r for r in thin.reasons) or thin.action == 'none'
+    assert thin.action == 'none'
+    # Kept for the reason the law gives (eval words it when asked).
+    from tiertune.law import _law
+    assert 'no hit curve (fill did not vary)' in _law(thin_input).whys['full'].why
 
 
 def test_a_weak_hit_curve_moves_nothing():

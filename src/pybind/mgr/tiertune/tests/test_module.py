@@ -184,10 +184,10 @@ def test_a_tick_a_command_wakes_soon_after_a_sample_takes_none(burst, make_modul
     m.sleep_interval = 30
     (pid,) = m._tiers
     last = recs[3]
-    n = len(m._book.get(pid))
+    n, old = len(m._book.get(pid)), m._tuner.views[pid]
     m.tick(last['mono'] + 14, last['wall'] + 14, woken=True)
     assert len(m._book.get(pid)) == n
-    assert m._tuner.views[pid] is not None                  # it decided all the same
+    assert m._tuner.views[pid] is not old                   # it decided all the same
     m.tick(last['mono'] + 15, last['wall'] + 15, woken=True)  # half an interval
     assert len(m._book.get(pid)) == n + 1
     m.tick(last['mono'] + 16, last['wall'] + 16)             # a timed tick always samples
@@ -304,6 +304,13 @@ def test_settings_and_history_survive_a_restart(burst, make_module):
     pid = next(iter(m._tiers))
     m._tuner.settings.pool(pid).last_change_wall = 42.0
     m._save_settings_locked()
+    from tiertune.state import DecisionRecord
+    from tiertune.topology import Ratios
+    r = Ratios(0.4, 0.6, 0.8)
+    m._tuner.history(pid).append(DecisionRecord(time=41.0, pool=pool, mode='on', old=r,
+                                                new=Ratios(0.2, 0.6, 0.8), reason='a burst',
+                                                result='applied'))
+    m._save_history(pid)
     # a new Module on the same store: a mgr restart or failover
     from tiertune.module import Module
     m2 = Module('tiertune', None, None)
@@ -313,6 +320,8 @@ def test_settings_and_history_survive_a_restart(burst, make_module):
     assert s.mode == 'off' and s.pool(pid).mode == 'on'
     assert s.pool(pid).bounds.dirty_ratio_min == 0.2 and s.pool(pid).knobs.horizon_s == 900.0
     assert s.pool(pid).last_change_wall == 42.0
+    assert list(m2._tuner.history(pid)) == list(m._tuner.history(pid))
+    assert m2._cmd_history(pool).stdout == m._cmd_history(pool).stdout
 
 
 def test_bad_set_changes_nothing(burst, make_module):
