@@ -16,7 +16,7 @@ from .bounds import with_setting
 from .report import format_history, format_table, status_row
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
-from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool
+from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool, pool_ids_by_name
 
 if TYPE_CHECKING:
     import threading
@@ -261,12 +261,18 @@ class Commands:
         if bad:
             return bad
         pid = None
+        self._ensure_loaded()
         if pool is not None:
             tier = self._pool_arg(pool, format)
             if isinstance(tier, HandleCommandResult):
-                return tier
-            pid = tier.pool_id
-        self._ensure_loaded()
+                # A pool that is no longer a tier (cache mode none, the
+                # tier removed) keeps its decisions: they are still asked for.
+                pid = pool_ids_by_name(self.get('osd_map')).get(pool)
+                with self._lock:
+                    if pid is None or not self._tuner.histories.get(pid):
+                        return tier
+            else:
+                pid = tier.pool_id
         with self._lock:
             records = sorted((r for p, h in self._tuner.histories.items()
                               if pid is None or p == pid for r in h), key=lambda r: r.time)

@@ -608,6 +608,28 @@ def test_bounds_block_is_raised_until_the_bound_allows_the_change(burst, make_mo
     assert 'TIERTUNE_BOUNDS_BLOCK' not in m.health
 
 
+def test_history_of_a_pool_that_is_no_longer_a_tier(burst, make_module):
+    # Removing a tier goes through cache mode none: its decisions stay
+    # asked for by name (a base pool that never was a tier is EINVAL).
+    from tiertune.state import DecisionRecord
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    pool = burst['spec']['cache_pool']
+    (pid,) = m._tiers
+    r = Ratios(0.4, 0.6, 0.8)
+    m._tuner.history(pid).append(DecisionRecord(time=1.0, pool=pool, mode='on', old=r,
+                                                new=r, reason='x', result='applied'))
+    get.inputs = copy.deepcopy(recs[2]['inputs'])
+    for p in get.inputs['osd_map']['pools']:
+        if p['pool_name'] == pool:
+            p['cache_mode'] = 'none'
+    out = json.loads(m._cmd_history(pool, format='json').stdout)
+    assert [h['reason'] for h in out['history']] == ['x']
+    assert m._cmd_history(burst['spec']['base_pool']).retval == -errno.EINVAL
+    assert m._cmd_history('nosuchpool').retval == -errno.ENOENT
+
+
 def restart(get, history_size=120, sleep_interval=30):
     """A new Module on the same store: a mgr restart or failover."""
     from tiertune.module import Module
