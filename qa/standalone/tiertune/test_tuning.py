@@ -219,7 +219,14 @@ def test_a_ratio_set_by_hand_while_on_is_respected_not_fought(cluster):
     time.sleep(3 * TICK_S)
     row = cache_row(cluster)
     assert row['autotune']['mode'] == 'on' and row['autotune']['manual_change'] is None
-    tt(cluster, 'mode', POOL, 'warn')
+    # The pool's own mode outlives the default's changes until dropped.
+    out = tt_json(cluster, 'mode', 'warn')
+    assert out['pools_with_own_mode'] == [{'pool': POOL, 'mode': 'on'}]
+    assert cache_row(cluster)['autotune']['mode'] == 'on'
+    out = tt_json(cluster, 'mode', POOL, 'default')
+    assert (out['mode'], out['pool_mode']) == ('warn', None)
+    row = cache_row(cluster)
+    assert (row['autotune']['mode'], row['autotune']['pool_mode']) == ('warn', None)
 
 
 NEW_BASE, NEW_CACHE = 'base-new', 'cache-new'
