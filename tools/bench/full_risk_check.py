@@ -11,7 +11,10 @@ run it prints, in seconds of simulated time (1 s steps):
   predicted   the fill predicted to reach 100% of the target within the
               pool's horizon_s (a fitted model): what the check was raised
               on alone before it also asked why writes would block
-  raised      TIERTUNE_CACHE_FULL_RISK raised
+  raised      TIERTUNE_CACHE_FULL_RISK raised (held as the module holds it:
+              health.FullRiskHold, FULL_RISK_CLEAR_S after its last raise)
+  raises      how many times it was raised after being clear (each a
+              HEALTH_WARN and a cluster log line)
   blocked     writes blocked on a FULL PG
   precision   of the seconds raised (or predicted), those with a blocked
               step within the horizon after them
@@ -47,6 +50,7 @@ class Trace:
     raised: List[float] = field(default_factory=list)
     blocked: List[float] = field(default_factory=list)
     steps: int = 0
+    raises: int = 0
 
 
 def _followed(times: Sequence[float], by: Sequence[float], within: float) -> int:
@@ -74,6 +78,7 @@ def trace(sc: scn.Scenario, seed: int) -> Trace:
     health = tt['health']
     out = Trace()
     state: Dict[str, Any] = {'views': None, 'predicted': False, 'raised': False}
+    hold = health.FullRiskHold()
 
     def watch(t: float, driver: Optional[policies.TiertuneDriver], res: StepResult) -> None:
         assert driver is not None
@@ -82,7 +87,9 @@ def trace(sc: scn.Scenario, seed: int) -> Trace:
         key = tuple(id(v) for v in views.values())
         if key != state['views']:       # a tick ran: its views are new
             state['views'] = key
-            state['raised'] = CHECK in health.health_checks(driver.tiers, views, settings)
+            raised = CHECK in health.health_checks(driver.tiers, views, settings, hold, t)
+            out.raises += raised and not state['raised']
+            state['raised'] = raised
             state['predicted'] = any(
                 health.predicted_full(v, settings.pool(pid).knobs.horizon_s) is not None
                 for pid, v in views.items())
@@ -105,13 +112,13 @@ def row(name: str, seed: int, tr: Trace, horizon: float) -> str:
     for warned in (tr.predicted, tr.raised):
         cells += [str(len(warned)), _share(_followed(warned, tr.blocked, horizon), len(warned)),
                   _share(_preceded(tr.blocked, warned, horizon), len(tr.blocked))]
-    cells.append(str(len(tr.blocked)))
+    cells += [str(tr.raises), str(len(tr.blocked))]
     return '| ' + ' | '.join(cells) + ' |'
 
 
 HEADER = ('| scenario | seed | s | predicted s | its precision | its recall | raised s | '
-          'precision | recall | blocked s |\n'
-          '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+          'precision | recall | raises | blocked s |\n'
+          '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
 
 
 def report(scenarios: Sequence[scn.Scenario], seeds: int) -> str:

@@ -39,6 +39,9 @@ def test_sim_writes_that_block_are_warned_once_the_model_is_fitted() -> None:
     later = [t for t in tr.blocked if t >= tr.raised[0]]
     assert later, 'no write blocked after the model was fitted: the test proves nothing'
     assert frc._preceded(later, tr.raised, HORIZON_S) == len(later)
+    # Raised once and held, not flipped with single ticks (16 raises in
+    # this run before health.FullRiskHold).
+    assert tr.raises == 1
 
 
 def test_report_has_a_row_per_run() -> None:

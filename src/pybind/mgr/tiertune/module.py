@@ -16,7 +16,7 @@ from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
 from . import models, sample_store
 from .commands import Commands
-from .health import TICK_FAILURES_WARN, health_checks, tick_failed_check
+from .health import TICK_FAILURES_WARN, FullRiskHold, health_checks, tick_failed_check
 from .options import OPTION_NAMES, OPTIONS, SLEEP_INTERVAL_MAX_S, SLEEP_INTERVAL_MIN_S
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
@@ -87,6 +87,7 @@ class Module(Commands, MgrModule):
         self._failed_ticks = 0
         self._failing_since = 0.0
         self._tick_costs = TickCosts()
+        self._full_risk = FullRiskHold()
 
     # ----- options and persistence ------------------------------------------------
     def config_notify(self) -> None:
@@ -298,7 +299,8 @@ class Module(Commands, MgrModule):
             self._tuner.step(active, self._book, sorted(self._flags), self._limits,
                              float(self.sleep_interval), self._effects(), mono, wall)
             clock.mark('models_and_law')
-            checks = health_checks(active, self._tuner.views, self._tuner.settings)
+            checks = health_checks(active, self._tuner.views, self._tuner.settings,
+                                   self._full_risk, mono)
             calls = self._progress_calls(active, levels, before, mono)
         self._tick_checks = checks
         self._send_progress(calls)

@@ -542,7 +542,8 @@ def test_full_risk_is_raised_while_a_burst_fills_the_cache_then_cleared(burst, m
             assert view.fitted
             raised.append((rec['phase'], m.health['TIERTUNE_CACHE_FULL_RISK']))
     assert [phase for phase, _ in raised][:1] == ['burst']
-    check = raised[-1][1]
+    fresh = [c for _, c in raised if 'not predicted for' not in c['detail'][0]]
+    check = fresh[-1]
     assert check['summary'] == '1 cache pool(s) predicted to fill within the horizon'
     (detail,) = check['detail']
     # The band's slow edge is infinite (the inflow's spread is larger than
@@ -551,7 +552,28 @@ def test_full_risk_is_raised_while_a_burst_fills_the_cache_then_cleared(burst, m
     assert 'to never), under the 600s horizon: the write surge under way' in detail
     assert detail.endswith('is more than the cache holds above its dirty floor')
     assert 'inf' not in detail
-    assert 'TIERTUNE_CACHE_FULL_RISK' not in m.health, 'still raised after the fill stopped'
+    # The fill has stopped: held (not flipped off and on with single ticks),
+    # saying since when, and cleared once FULL_RISK_CLEAR_S pass without it.
+    from tiertune.health import FULL_RISK_CLEAR_S
+    (held,) = m.health['TIERTUNE_CACHE_FULL_RISK']['detail']
+    assert held.startswith(detail + '; not predicted for ')
+    assert held.endswith(f'cleared after {FULL_RISK_CLEAR_S:.0f}s without')
+    last = recs[-1]
+    m.tick(last['mono'] + FULL_RISK_CLEAR_S, last['wall'] + FULL_RISK_CLEAR_S)
+    assert 'TIERTUNE_CACHE_FULL_RISK' not in m.health, 'still raised long after the fill stopped'
+
+
+def test_a_full_risk_hold_keeps_a_pool_raised_between_single_ticks():
+    from tiertune.health import FULL_RISK_CLEAR_S, FullRiskHold
+    h = FullRiskHold()
+    assert h.hold({1: 'risk'}, {1, 2}, 100.0) == {1: 'risk'}
+    held = h.hold({}, {1, 2}, 110.0)
+    assert held[1].startswith('risk; not predicted for 10s')
+    assert h.hold({1: 'risk again'}, {1, 2}, 120.0) == {1: 'risk again'}   # raised anew
+    assert 1 in h.hold({}, {1, 2}, 120.0 + FULL_RISK_CLEAR_S - 1)
+    assert h.hold({}, {1, 2}, 120.0 + FULL_RISK_CLEAR_S) == {}
+    h.hold({2: 'x'}, {1, 2}, 0.0)
+    assert h.hold({}, {1}, 1.0) == {}      # pool 2 no longer looked at: dropped at once
 
 
 def test_full_risk_is_not_raised_from_a_model_not_fitted(burst, make_module):
