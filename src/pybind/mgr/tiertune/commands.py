@@ -269,7 +269,7 @@ class Commands:
                 # tier removed) keeps its decisions: they are still asked for.
                 pid = pool_ids_by_name(self.get('osd_map')).get(pool)
                 with self._lock:
-                    if pid is None or not self._tuner.histories.get(pid):
+                    if pid is None or pid not in self._tuner.histories:
                         return tier
             else:
                 pid = tier.pool_id

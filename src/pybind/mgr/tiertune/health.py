@@ -2,7 +2,7 @@
 
 import math
 import time
-from typing import Any, Collection, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Hashable, List, Mapping, Optional, Tuple
 
 from .law import TYPICAL_BURST_S
 from .predictions import Band
@@ -31,28 +31,31 @@ FULL_RISK_CLEAR_S = 300.0
 
 class FullRiskHold:
     """The last time (the tick's monotonic clock) and detail line each
-    pool's full-risk check was raised, to keep it raised for
-    FULL_RISK_CLEAR_S after.  Not persisted: a new mgr raises it again on
-    its own first fitted tick."""
+    pool's full-risk check was raised, and what it was raised under (the
+    pool's targets, horizon and dirty floor), to keep it raised for
+    FULL_RISK_CLEAR_S after.  A change to those drops it at once: the
+    operator's remedy shows on the next tick.  Not persisted: a new mgr
+    raises it again on its own first fitted tick."""
 
     def __init__(self) -> None:
-        self.last: Dict[int, Tuple[float, str]] = {}
+        self.last: Dict[int, Tuple[float, str, Hashable]] = {}
 
-    def hold(self, now: Mapping[int, str], present: Collection[int],
+    def hold(self, now: Mapping[int, str], present: Mapping[int, Hashable],
              mono: float) -> Dict[int, str]:
         """The pools' detail lines to raise: those raised now, and those
-        raised within FULL_RISK_CLEAR_S that are still looked at (present)."""
+        raised within FULL_RISK_CLEAR_S that are still looked at (in
+        present, under the same settings)."""
         out = dict(now)
-        for pid, (t, line) in list(self.last.items()):
+        for pid, (t, line, under) in list(self.last.items()):
             if pid in now:
                 continue
-            if pid not in present or mono - t >= FULL_RISK_CLEAR_S:
+            if pid not in present or present[pid] != under or mono - t >= FULL_RISK_CLEAR_S:
                 del self.last[pid]
             else:
-                out[pid] = (f'{line}; not predicted for {_seconds(mono - t)}: cleared after '
-                            f'{_seconds(FULL_RISK_CLEAR_S)} without')
+                out[pid] = (f'as of {_seconds(mono - t)} ago: {line} (cleared once '
+                            f'{_seconds(FULL_RISK_CLEAR_S)} pass without)')
         for pid, line in now.items():
-            self.last[pid] = (mono, line)
+            self.last[pid] = (mono, line, present.get(pid))
         return out
 
 
@@ -130,7 +133,10 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         if view.decision.bounds_block:
             blocked.append(f'pool {tier.pool}: {view.decision.bounds_block}')
     if hold is not None:
-        full_risk = hold.hold(full_risk, tiers.keys(), mono)
+        under = {pid: (t.target_max_bytes, t.target_max_objects,
+                       settings.pool(pid).knobs.horizon_s,
+                       settings.pool(pid).bounds.dirty_ratio_min) for pid, t in tiers.items()}
+        full_risk = hold.hold(full_risk, under, mono)
     risky = [full_risk[pid] for pid, _ in sorted(tiers.items(), key=lambda kv: kv[1].pool)
              if pid in full_risk]
     checks: Dict[str, Any] = {}
@@ -139,7 +145,8 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
             f'{len(no_target)} cache pool(s) without target_max_bytes/objects', no_target)
     if risky:
         checks['TIERTUNE_CACHE_FULL_RISK'] = _check(
-            f'{len(risky)} cache pool(s) predicted to fill within the horizon', risky)
+            f'{len(risky)} cache pool(s) predicted to fill within the horizon (now or in '
+            f'the last {FULL_RISK_CLEAR_S / 60:.0f} min)', risky)
     if blocked:
         checks['TIERTUNE_BOUNDS_BLOCK'] = _check(
             f'{len(blocked)} cache pool(s) need a change their tiertune bounds forbid', blocked)

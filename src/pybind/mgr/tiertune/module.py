@@ -246,6 +246,8 @@ class Module(Commands, MgrModule):
             self._failed_ticks = 0
             self._set_health(self._tick_checks)
         except Exception as e:
+            # The OSD map it may have read and not acted on: read again.
+            self._osdmap_changed.set()
             self._tick_failed(e, time.time() if wall is None else wall)
             raise
         finally:
@@ -278,15 +280,19 @@ class Module(Commands, MgrModule):
         clock.mark('pool_stats')
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:
+            restarted = self._forget_across_overlay_changes_locked(tiers)
             if woken:
                 samples = {pid: s for pid, s in samples.items()
                            if self._sample_due_locked(pid, mono)}
-            self._forget_across_overlay_changes_locked(tiers)
             self._tiers = tiers
             dirty_bytes = {pid: lv.dirty_bytes for pid, lv in levels.items()}
             for pid in self._book.record(samples, dirty_bytes, tiers.keys()):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
             saves = self._samples_to_save_locked(samples.keys(), tiers.keys(), mono)
+            for pid in restarted:
+                # Not left to the pool's turn to be saved: a restart before
+                # it would bring back the samples from across the change.
+                saves.setdefault(f'{SAMPLES_PREFIX}{pid}', None)
             if pools is not None:
                 saves.update(self._forget_deleted_pools_locked(pools, pool_max))
             active = {pid: t for pid, t in tiers.items()
@@ -322,19 +328,23 @@ class Module(Commands, MgrModule):
         newest = hist.latest if hist is not None else None
         return newest is None or mono - newest.sample.mono >= float(self.sleep_interval) / 2
 
-    def _forget_across_overlay_changes_locked(self, tiers: Dict[int, CacheTier]) -> None:
+    def _forget_across_overlay_changes_locked(self, tiers: Dict[int, CacheTier]) -> List[int]:
         """Drop the samples of a tier whose base overlay came or went since
         the last tick: on one side of it the base's counters are the tier's
         proxied IO, on the other its clients' own, and the models' sums
-        over the recent window would mix the two."""
+        over the recent window would mix the two.  Returns the pools whose
+        samples were dropped (their stored ones go too)."""
+        dropped = []
         for pid, tier in tiers.items():
             before = self._tiers.get(pid)
             if before is not None and before.overlay != tier.overlay and self._book.get(pid):
                 self._book.forget(pid)
-                self._samples_saved.pop(pid, None)     # the stored ones too, soon
+                self._samples_saved.pop(pid, None)
                 self._sample_rows.pop(pid, None)
+                dropped.append(pid)
                 self.log.info('pool %s: base overlay %s; its samples start again', tier.pool,
                               'back' if tier.overlay else 'removed')
+        return dropped
 
     def _samples_to_save_locked(self, sampled: Iterable[int], present: Iterable[int],
                                 mono: float) -> Dict[str, Optional[str]]:

@@ -194,6 +194,18 @@ def test_a_tick_a_command_wakes_soon_after_a_sample_takes_none(burst, make_modul
     assert len(m._book.get(pid)) == n + 2
 
 
+def test_a_failed_tick_reads_the_osd_map_again(burst, make_module):
+    # The map it read and never acted on (a target, an overlay changed).
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    m.notify(NotifyType.osd_map, '')
+    real = get.inputs
+    get.inputs = {'osd_map': real['osd_map']}       # pool_stats unreadable
+    with pytest.raises(KeyError):
+        m.tick(recs[2]['mono'], recs[2]['wall'])
+    assert m._osdmap_changed.is_set()
+
+
 def test_a_woken_tick_samples_a_tier_it_has_no_sample_of(burst, make_module):
     # `mode <new tier> on` right after the tier is made: its first sample
     # is not put off a whole sleep_interval.
@@ -222,7 +234,9 @@ def test_a_tiers_samples_start_again_when_its_overlay_goes_or_comes(burst, make_
     assert len(m._book.get(pid)) == 5
     get.inputs = _without_overlay(recs[5]['inputs'])
     m.notify(NotifyType.osd_map, '')
-    m.tick(recs[5]['mono'], recs[5]['wall'])
+    # Woken by a command, soon after the last sample: the history goes
+    # first, so the tick's sample is the new history's first.
+    m.tick(recs[5]['mono'], recs[5]['wall'], woken=True)
     assert len(m._book.get(pid)) == 1
     view = m._tuner.views[pid]
     assert any(r.startswith('no overlay: pool ') for r in view.decision.reasons)
@@ -542,9 +556,10 @@ def test_full_risk_is_raised_while_a_burst_fills_the_cache_then_cleared(burst, m
             assert view.fitted
             raised.append((rec['phase'], m.health['TIERTUNE_CACHE_FULL_RISK']))
     assert [phase for phase, _ in raised][:1] == ['burst']
-    fresh = [c for _, c in raised if 'not predicted for' not in c['detail'][0]]
+    fresh = [c for _, c in raised if not c['detail'][0].startswith('as of ')]
     check = fresh[-1]
-    assert check['summary'] == '1 cache pool(s) predicted to fill within the horizon'
+    assert check['summary'] == ('1 cache pool(s) predicted to fill within the horizon (now or '
+                                'in the last 5 min)')
     (detail,) = check['detail']
     # The band's slow edge is infinite (the inflow's spread is larger than
     # its mean): said as such, not as 'infs'.
@@ -556,8 +571,7 @@ def test_full_risk_is_raised_while_a_burst_fills_the_cache_then_cleared(burst, m
     # saying since when, and cleared once FULL_RISK_CLEAR_S pass without it.
     from tiertune.health import FULL_RISK_CLEAR_S
     (held,) = m.health['TIERTUNE_CACHE_FULL_RISK']['detail']
-    assert held.startswith(detail + '; not predicted for ')
-    assert held.endswith(f'cleared after {FULL_RISK_CLEAR_S:.0f}s without')
+    assert held.startswith('as of ') and f' ago: {detail} (cleared once 300s pass' in held
     last = recs[-1]
     m.tick(last['mono'] + FULL_RISK_CLEAR_S, last['wall'] + FULL_RISK_CLEAR_S)
     assert 'TIERTUNE_CACHE_FULL_RISK' not in m.health, 'still raised long after the fill stopped'
@@ -566,14 +580,16 @@ def test_full_risk_is_raised_while_a_burst_fills_the_cache_then_cleared(burst, m
 def test_a_full_risk_hold_keeps_a_pool_raised_between_single_ticks():
     from tiertune.health import FULL_RISK_CLEAR_S, FullRiskHold
     h = FullRiskHold()
-    assert h.hold({1: 'risk'}, {1, 2}, 100.0) == {1: 'risk'}
-    held = h.hold({}, {1, 2}, 110.0)
-    assert held[1].startswith('risk; not predicted for 10s')
-    assert h.hold({1: 'risk again'}, {1, 2}, 120.0) == {1: 'risk again'}   # raised anew
-    assert 1 in h.hold({}, {1, 2}, 120.0 + FULL_RISK_CLEAR_S - 1)
-    assert h.hold({}, {1, 2}, 120.0 + FULL_RISK_CLEAR_S) == {}
-    h.hold({2: 'x'}, {1, 2}, 0.0)
-    assert h.hold({}, {1}, 1.0) == {}      # pool 2 no longer looked at: dropped at once
+    both = {1: 'a', 2: 'a'}             # what each pool's check depends on, unchanged
+    assert h.hold({1: 'risk'}, both, 100.0) == {1: 'risk'}
+    assert h.hold({}, both, 110.0)[1] == 'as of 10s ago: risk (cleared once 300s pass without)'
+    assert h.hold({1: 'risk again'}, both, 120.0) == {1: 'risk again'}   # raised anew
+    assert 1 in h.hold({}, both, 120.0 + FULL_RISK_CLEAR_S - 1)
+    assert h.hold({}, both, 120.0 + FULL_RISK_CLEAR_S) == {}
+    h.hold({2: 'x'}, both, 0.0)
+    assert h.hold({}, {1: 'a'}, 1.0) == {}      # pool 2 no longer looked at: dropped at once
+    h.hold({1: 'x'}, both, 0.0)
+    assert h.hold({}, {1: 'a larger target', 2: 'a'}, 1.0) == {}     # the remedy shows at once
 
 
 def test_full_risk_is_not_raised_from_a_model_not_fitted(burst, make_module):
