@@ -67,6 +67,9 @@ class Module(Commands, MgrModule):
         # when (monotonic) they were last written; -inf for a key found at
         # load that gave nothing to restore (due at once).
         self._samples_saved: Dict[int, float] = {}
+        # Per pool, the overlay state stored with its samples (restored at
+        # load; read by the first tick, which has no earlier tier to compare).
+        self._restored_overlay: Dict[int, Optional[bool]] = {}
         self._sample_rows: Dict[int, sample_store.RowCache] = {}
         self._tiers: Dict[int, CacheTier] = {}
         self._flags: frozenset = frozenset()
@@ -167,6 +170,7 @@ class Module(Commands, MgrModule):
             except ValueError:
                 continue
             self._samples_saved[pid] = -math.inf
+            self._restored_overlay[pid] = sample_store.stored_overlay(text)
             entries, problem = sample_store.decode(text, mono, wall, window_s)
             if problem:
                 self.log.warning('pool %d: stored samples not used: %s', pid, problem)
@@ -337,13 +341,16 @@ class Module(Commands, MgrModule):
         dropped = []
         for pid, tier in tiers.items():
             before = self._tiers.get(pid)
-            if before is not None and before.overlay != tier.overlay and self._book.get(pid):
+            # On a new mgr's first tick, the overlay its samples were saved with.
+            was = before.overlay if before is not None else self._restored_overlay.get(pid)
+            if was is not None and was != tier.overlay and self._book.get(pid):
                 self._book.forget(pid)
                 self._samples_saved.pop(pid, None)
                 self._sample_rows.pop(pid, None)
                 dropped.append(pid)
                 self.log.info('pool %s: base overlay %s; its samples start again', tier.pool,
                               'back' if tier.overlay else 'removed')
+        self._restored_overlay.clear()
         return dropped
 
     def _samples_to_save_locked(self, sampled: Iterable[int], present: Iterable[int],
@@ -365,8 +372,10 @@ class Module(Commands, MgrModule):
         # landing on the mon, and on one tick, at once.
         due.sort(key=lambda pid: self._samples_saved.get(pid, -math.inf))
         for pid in due[:SAMPLES_SAVES_PER_TICK]:
+            tier = self._tiers.get(pid)
             out[f'{SAMPLES_PREFIX}{pid}'] = sample_store.encode(
-                self._book.saved_entries(pid), cache=self._sample_rows.setdefault(pid, {}))
+                self._book.saved_entries(pid), cache=self._sample_rows.setdefault(pid, {}),
+                overlay=tier.overlay if tier is not None else None)
             self._samples_saved[pid] = mono
         return out
 

@@ -62,23 +62,37 @@ _pack_row = struct.Struct(f'<{len(COLUMNS)}q').pack
 RowCache = Dict[float, bytes]
 
 
-def _encode(rows: Sequence[bytes], pool: Optional[int]) -> str:
+def _encode(rows: Sequence[bytes], pool: Optional[int], overlay: Optional[bool]) -> str:
     table = np.frombuffer(b''.join(rows), dtype='<i8').reshape(len(rows), len(COLUMNS))
     table = np.concatenate([table[:1], np.diff(table, axis=0)])
     data = base64.b64encode(zlib.compress(table.tobytes(), 1)).decode('ascii')
-    return json.dumps({'v': FORMAT_VERSION, 'pool': pool, 'rows': len(rows),
-                       'columns': COLUMNS, 'data': data}, separators=(',', ':'))
+    doc = {'v': FORMAT_VERSION, 'pool': pool, 'rows': len(rows), 'columns': COLUMNS,
+           'data': data}
+    if overlay is not None:
+        doc['overlay'] = overlay
+    return json.dumps(doc, separators=(',', ':'))
+
+
+def stored_overlay(text: Optional[str]) -> Optional[bool]:
+    """Whether the base sent its clients to the tier when the samples were
+    taken (encode's overlay), or None when the text does not say."""
+    try:
+        v = json.loads(text or '{}').get('overlay')
+    except (ValueError, AttributeError):
+        return None
+    return v if isinstance(v, bool) else None
 
 
 def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_BYTES,
-           cache: Optional[RowCache] = None) -> str:
+           cache: Optional[RowCache] = None, overlay: Optional[bool] = None) -> str:
     """(sample, dirty bytes) pairs, oldest first, as the store's text: the
     newest of them that fit in max_bytes (at least the newest one).
 
     cache: the pool's rows as bytes from the call before, updated in place
     (rows of samples no longer given are dropped).  Turning Python ints
     into an array is most of the cost, and from one save to the next most
-    samples are the same."""
+    samples are the same.  overlay: whether the base sent its clients to the
+    tier meanwhile (see stored_overlay), kept beside the samples."""
     pool = entries[0][0].pool_id if entries else None
     old = cache if cache is not None else {}
     # struct packs a row of Python ints at half the cost of numpy's
@@ -88,12 +102,12 @@ def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_
         kept = {s.mono: row for (s, _), row in zip(entries, rows, strict=True)}
         cache.clear()
         cache.update(kept)
-    text = _encode(rows, pool)
+    text = _encode(rows, pool, overlay)
     while len(text) > max_bytes and len(rows) > 1:
         # Cut the share that is over, and a little more: a few passes at most.
         over = len(text) / max_bytes
         rows = rows[max(1, len(rows) - int(len(rows) / over * 0.95)):]
-        text = _encode(rows, pool)
+        text = _encode(rows, pool, overlay)
     return text
 
 

@@ -709,6 +709,27 @@ def test_samples_and_so_the_model_survive_a_restart(burst, make_module):
         (b['bursts_seen'], b['burst_bytes'], b['burst_seconds'])
 
 
+def test_samples_from_before_an_overlay_change_during_a_failover_are_dropped(burst,
+                                                                            make_module):
+    # The overlay removed while no mgr was active: the new mgr has no
+    # earlier tier to compare with, but the samples were stored with the
+    # overlay they were taken under.
+    recs = burst['samples']
+    m, get = run_ticks_saving_every_tick(make_module, recs)
+    (pid,) = m._tiers
+    later = recs[-1]['wall'] + 40.0
+    m2 = restart(get)       # the overlay as it was: the samples are kept
+    m2._load(mono=3.0, wall=later)
+    m2.tick(mono=3.0, wall=later)
+    assert len(m2._book.get(pid)) == len(recs) + 1
+    get.inputs = _without_overlay(recs[-1]['inputs'])
+    m3 = restart(get)       # removed meanwhile: they start again
+    m3._load(mono=3.0, wall=later)
+    assert len(m3._book.get(pid)) == len(recs)
+    m3.tick(mono=3.0, wall=later)
+    assert len(m3._book.get(pid)) == 1
+
+
 def test_samples_are_saved_at_most_every_samples_save_interval(burst, make_module):
     from tiertune.module import SAMPLES_PREFIX
     recs = burst['samples']

@@ -141,3 +141,11 @@ def test_rows_cached_from_the_last_save_give_the_same_text():
     # ten samples later, the oldest ten gone: the same text as without a cache
     assert sample_store.encode(saved[10:], cache=cache) == sample_store.encode(saved[10:])
     assert sorted(cache) == sorted(s.mono for s, _ in saved[10:])
+
+
+def test_the_overlay_the_samples_were_taken_under_is_kept_beside_them():
+    from tiertune.sample_store import encode, stored_overlay
+    assert stored_overlay(encode([], overlay=True)) is True
+    assert stored_overlay(encode([], overlay=False)) is False
+    assert stored_overlay(encode([])) is None           # an older mgr's text says nothing
+    assert stored_overlay('not json') is None and stored_overlay(None) is None
