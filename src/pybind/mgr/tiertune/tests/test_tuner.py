@@ -79,11 +79,7 @@ def force_change(monkeypatch, target: Ratios):
 
 
 def test_on_applies_in_order_records_and_audits(burst, monkeypatch):
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
-    tiers = step(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst, monkeypatch, Ratios(0.2, 0.3, 0.9))
     pool = tiers[pid].pool
     # raising full first, then lowering dirty before dirty_high: never misordered
     assert [v for _, v, _ in mgr.sets] == ['cache_target_full_ratio',
@@ -98,6 +94,19 @@ def test_on_applies_in_order_records_and_audits(burst, monkeypatch):
     assert rec.result == 'applied' and rec.reason == 'test: forced'
     assert mgr.audits and '0.40/0.60/0.80 -> 0.20/0.30/0.90' in mgr.audits[0]
     assert mgr.saved and mgr.saved_history == [pid]
+
+
+def on_after_a_tick(burst, monkeypatch=None, forced: Optional[Ratios] = None, tick=None):
+    """A Tuner in on mode after one tick on the recording, its FakeMgr, the
+    tiers and the pool id; forced: the change the controller is made to
+    ask for (force_change)."""
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    if forced is not None:
+        force_change(monkeypatch, forced)
+    tiers = (tick or step)(t, burst, mgr)
+    (pid,) = tiers
+    return t, mgr, tiers, pid
 
 
 def _ordered_all_the_way(start: Ratios, sets) -> bool:
@@ -144,10 +153,7 @@ def test_a_failed_set_is_recorded_and_backs_off(burst, monkeypatch):
 
 
 def test_reset_restores_baseline_and_goes_to_warn(burst, monkeypatch):
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    tiers = step(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst)
     tier = tiers[pid]
     ps = t.settings.pool(pid)
     ps.baseline = Ratios(0.3, 0.4, 0.7)
@@ -165,11 +171,7 @@ def test_a_reset_counts_for_the_rate_limit(burst, monkeypatch):
     # A reset resets the PGs' hit sets like any change: the controller's
     # rate limit (min_interval_s) counts from it once the pool is on again.
     from tiertune import controller
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
-    tiers = step(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst, monkeypatch, Ratios(0.2, 0.3, 0.9))
     ps = t.settings.pool(pid)
     ps.baseline = Ratios(0.3, 0.4, 0.7)
     later = ps.knobs.min_interval_s + 60.0      # the first change's limit is over
@@ -308,10 +310,7 @@ def step_as(tuner, burst, mgr, ratios=None, last_change=None, mono_offset=0.0):
 def test_a_hand_change_before_tiertunes_first_change_is_respected(burst, monkeypatch):
     """On its first tick in `on` mode tiertune takes the ratios the pool has
     as its own; one changed after that by someone else is not taken back."""
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    tiers = step_as(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst, tick=step_as)
     ps = t.settings.pool(pid)
     assert ps.last_applied == tiers[pid].ratios and mgr.saved
     force_change(monkeypatch, Ratios(0.1, 0.6, 0.8))
@@ -321,11 +320,7 @@ def test_a_hand_change_before_tiertunes_first_change_is_respected(burst, monkeyp
 
 
 def test_a_map_from_before_tiertunes_own_change_is_no_hand_change(burst, monkeypatch):
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
-    tiers = step_as(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst, monkeypatch, Ratios(0.2, 0.3, 0.9), tick=step_as)
     old = tiers[pid].ratios
     ps = t.settings.pool(pid)
     # Three commands, three OSD map epochs: full, then dirty, then dirty_high.
@@ -345,11 +340,7 @@ def test_the_old_ratios_back_long_after_tiertunes_change_are_a_hand_change(burst
     """A map that still shows the ratios from before tiertune's change
     MAP_CATCH_UP_S after it has not lagged: someone set them back."""
     from tiertune.tuner import MAP_CATCH_UP_S
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
-    tiers = step_as(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst, monkeypatch, Ratios(0.2, 0.6, 0.8), tick=step_as)
     old = tiers[pid].ratios
     monkeypatch.undo()                            # the law as it is: no forced change
     step_as(t, burst, mgr, ratios=Ratios(0.2, 0.6, 0.8), mono_offset=1)
@@ -359,11 +350,7 @@ def test_the_old_ratios_back_long_after_tiertunes_change_are_a_hand_change(burst
 
 
 def test_reset_from_a_map_older_than_tiertunes_change_still_restores(burst, monkeypatch):
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
-    tiers = step_as(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst, monkeypatch, Ratios(0.2, 0.3, 0.9), tick=step_as)
     mgr.sets.clear()
     # The map still shows the baseline (0.4/0.6/0.8): the pool has 0.2/0.3/0.9.
     mono = replay(burst)[2]
@@ -377,10 +364,7 @@ def test_reset_from_a_map_older_than_tiertunes_change_still_restores(burst, monk
 
 
 def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch):
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    tiers = step_as(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst, tick=step_as)
     ps = t.settings.pool(pid)
     ps.baseline = Ratios(0.2, 0.3, 0.9)
     # Raises go first (full), then lowerings from the bottom (dirty, dirty_high).
@@ -481,10 +465,7 @@ def test_a_change_an_unexpected_error_cut_short_is_tiertunes_own(burst, monkeypa
 
 def test_ratios_off_a_cut_short_change_are_still_a_hand_change(burst, monkeypatch):
     from tiertune.state import PlannedChange
-    t, mgr = Tuner(), FakeMgr()
-    t.settings.mode = 'on'
-    tiers = step_as(t, burst, mgr)
-    (pid,) = tiers
+    t, mgr, tiers, pid = on_after_a_tick(burst, tick=step_as)
     old = tiers[pid].ratios
     ps = t.settings.pool(pid)
     assert ps.last_applied == old
