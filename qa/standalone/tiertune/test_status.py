@@ -198,3 +198,23 @@ def test_a_tier_without_its_overlay_is_held(cluster):
                      cluster.spec.cache_pool)
     wait_row(cluster, 'the tick to see the overlay again',
              lambda r: not any(x.startswith(reason) for x in r['decision']['reasons']))
+
+
+def test_a_burst_of_commands_does_not_fill_the_history(cluster):
+    """Each command wakes the loop for a tick, which keeps a new sample only
+    once half a sleep_interval has passed since the last: the history is
+    not filled with intervals too short to mean anything."""
+    pool = cluster.spec.cache_pool
+    cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/history_size', '100000')
+    try:
+        time.sleep(2 * TICK_S)          # the resize's own tick is done
+        before, t0 = cache_row(cluster)['samples'], time.monotonic()
+        for _ in range(12):
+            cluster.ceph('tiertune', 'set', pool, 'max_step', '0.1')
+        time.sleep(TICK_S)
+        elapsed = time.monotonic() - t0
+        taken = cache_row(cluster)['samples'] - before
+        # One a tick and one per half tick woken at most, and a tick either side.
+        assert taken <= elapsed / (TICK_S / 2) + 2, (taken, elapsed)
+    finally:
+        cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/history_size', '120')
