@@ -17,7 +17,7 @@ from mgr_module import MgrModule, MonCommandFailed, NotifyType
 from . import models, sample_store
 from .commands import Commands
 from .health import TICK_FAILURES_WARN, FullRiskHold, health_checks, tick_failed_check
-from .options import OPTION_NAMES, OPTIONS, SLEEP_INTERVAL_MAX_S, SLEEP_INTERVAL_MIN_S
+from .options import OPTION_NAMES, OPTIONS, within_bounds
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
@@ -99,24 +99,16 @@ class Module(Commands, MgrModule):
 
     def _read_options(self) -> None:
         for name in OPTION_NAMES:
+            # Held to its bounds before it is set: serve reads it from
+            # another thread.
             value = self.get_module_option(name)
-            if name == 'sleep_interval':
-                # The monitor holds `config set` to the option's bounds, but
-                # not a value stored before they were declared: 0 would spin
-                # the loop.  Clamped before it is set, as serve reads it
-                # from another thread.
-                value = self._clamped_sleep_interval(value)
-            setattr(self, name, value)
+            held = within_bounds(name, value)
+            if held != value:
+                self.log.warning('%s %s is outside its bounds: using %d', name, value, held)
+            setattr(self, name, held)
         with self._lock:
             if self._book.size != int(self.history_size):
                 self._book.resize(int(self.history_size))
-
-    def _clamped_sleep_interval(self, value: Any) -> int:
-        interval = min(max(int(value), SLEEP_INTERVAL_MIN_S), SLEEP_INTERVAL_MAX_S)
-        if interval != value:
-            self.log.warning('sleep_interval %s is outside %d..%d s: using %d s', value,
-                             SLEEP_INTERVAL_MIN_S, SLEEP_INTERVAL_MAX_S, interval)
-        return interval
 
     def _ensure_loaded(self) -> None:
         """For commands.  The mgr takes commands as soon as the module is

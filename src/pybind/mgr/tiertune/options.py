@@ -1,6 +1,8 @@
 """tiertune's mgr options: numpy-free, so that the module without numpy
 (without_numpy.py) declares the same ones as the module proper."""
 
+from typing import Any
+
 from mgr_module import Option
 
 # The monitor enforces a module option's min only when it has a max too
@@ -25,3 +27,12 @@ OPTIONS = [
 # Only ours: the mgr appends its logging options to MODULE_OPTIONS, and
 # mgr_module keeps their current values as its own state.
 OPTION_NAMES = tuple(o['name'] for o in OPTIONS)
+_BOUNDS = {o['name']: (o['min'], o['max']) for o in OPTIONS}
+
+
+def within_bounds(name: str, value: Any) -> int:
+    """An option's value held to its declared bounds.  The monitor holds
+    `config set` to them, but not a value stored before they were declared
+    (sleep_interval 0 would spin the loop)."""
+    lo, hi = _BOUNDS[name]
+    return min(max(int(value), lo), hi)

@@ -269,12 +269,20 @@ def test_every_option_with_a_minimum_has_a_maximum():
                                           (30.0, 30)])
 def test_a_sleep_interval_the_monitor_did_not_check_is_clamped(burst, make_module, stored,
                                                                 used):
-    # A mgr host's ceph.conf, or a value stored before the option had a
-    # maximum, is not held to the bounds: 0 would spin the loop.
+    # A value stored before the option had a maximum is not held to the
+    # bounds by the monitor: 0 would spin the loop.
     m, get = make_module(burst['samples'][0]['inputs'])
     m._ceph_get_module_option = lambda mod, key, *a: stored if key == 'sleep_interval' else None
     m._read_options()
     assert m.sleep_interval == used
+
+
+def test_every_option_is_held_to_its_declared_bounds(burst, make_module):
+    m, get = make_module(burst['samples'][0]['inputs'])
+    stored = {'samples_save_interval': -5, 'history_size': 1}
+    m._ceph_get_module_option = lambda mod, key, *a: stored.get(key)
+    m._read_options()
+    assert (m.samples_save_interval, m.history_size) == (0, 2)
 
 
 def test_history_size_option_resizes(burst, make_module):
