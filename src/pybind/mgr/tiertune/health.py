@@ -114,7 +114,8 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
     no_target: List[str] = []
     full_risk: Dict[int, str] = {}
     blocked: List[str] = []
-    for pid, tier in sorted(tiers.items(), key=lambda kv: kv[1].pool):
+    by_name = sorted(tiers.items(), key=lambda kv: kv[1].pool)
+    for pid, tier in by_name:
         if not tier.has_target:
             no_target.append(f'pool {tier.pool} has no target_max_bytes/objects: its agent '
                              f'never flushes or evicts, and writes block once it fills')
@@ -137,8 +138,7 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                        settings.pool(pid).knobs.horizon_s,
                        settings.pool(pid).bounds.dirty_ratio_min) for pid, t in tiers.items()}
         full_risk = hold.hold(full_risk, under, mono)
-    risky = [full_risk[pid] for pid, _ in sorted(tiers.items(), key=lambda kv: kv[1].pool)
-             if pid in full_risk]
+    risky = [full_risk[pid] for pid, _ in by_name if pid in full_risk]
     checks: Dict[str, Any] = {}
     if no_target:
         checks['TIERTUNE_NO_TARGET'] = _check(

@@ -284,11 +284,12 @@ class Module(Commands, MgrModule):
             dirty_bytes = {pid: lv.dirty_bytes for pid, lv in levels.items()}
             for pid in self._book.record(samples, dirty_bytes, tiers.keys()):
                 self.log.info('pool %d is no longer a cache tier; history dropped', pid)
-            saves = self._samples_to_save_locked(samples.keys(), tiers.keys(), mono)
-            for pid in restarted:
-                # Not left to the pool's turn to be saved: a restart before
-                # it would bring back the samples from across the change.
-                saves.setdefault(f'{SAMPLES_PREFIX}{pid}', None)
+            # The stored samples of pools whose history restarted go now,
+            # not at the pool's turn to be saved: a restart before it would
+            # bring back the samples from across the change.
+            saves: Dict[str, Optional[str]] = {
+                key: None for key in map(self._drop_saved_samples_locked, restarted)}
+            saves.update(self._samples_to_save_locked(samples.keys(), tiers.keys(), mono))
             if pools is not None:
                 saves.update(self._forget_deleted_pools_locked(pools, pool_max))
             active = {pid: t for pid, t in tiers.items()
@@ -337,13 +338,18 @@ class Module(Commands, MgrModule):
             was = before.overlay if before is not None else self._restored_overlay.get(pid)
             if was is not None and was != tier.overlay and self._book.get(pid):
                 self._book.forget(pid)
-                self._samples_saved.pop(pid, None)
-                self._sample_rows.pop(pid, None)
                 dropped.append(pid)
                 self.log.info('pool %s: base overlay %s; its samples start again', tier.pool,
                               'back' if tier.overlay else 'removed')
         self._restored_overlay.clear()
         return dropped
+
+    def _drop_saved_samples_locked(self, pid: int) -> str:
+        """Forget when a pool's samples were saved (so the next are due at
+        once) and the rows cached for it; returns its store key."""
+        self._samples_saved.pop(pid, None)
+        self._sample_rows.pop(pid, None)
+        return f'{SAMPLES_PREFIX}{pid}'
 
     def _samples_to_save_locked(self, sampled: Iterable[int], present: Iterable[int],
                                 mono: float) -> Dict[str, Optional[str]]:
@@ -351,11 +357,9 @@ class Module(Commands, MgrModule):
         of each pool not saved for samples_save_interval, and the keys of
         pools that are no longer cache tiers.  Written outside the lock:
         each is a blocking mon command."""
-        out: Dict[str, Optional[str]] = {}
-        for pid in set(self._samples_saved) - set(present):
-            out[f'{SAMPLES_PREFIX}{pid}'] = None
-            del self._samples_saved[pid]
-            self._sample_rows.pop(pid, None)
+        out: Dict[str, Optional[str]] = {
+            self._drop_saved_samples_locked(pid): None
+            for pid in set(self._samples_saved) - set(present)}
         every = float(self.samples_save_interval)
         due = [pid for pid in sampled
                if mono - self._samples_saved.get(pid, -math.inf) >= every]

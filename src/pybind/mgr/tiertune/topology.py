@@ -102,9 +102,9 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
     """All cache pools (tier_of set, cache_mode not none), by pool id."""
     pools: List[Mapping[str, Any]] = osd_map.get('pools', [])
     names = {int(p['pool']): str(p['pool_name']) for p in pools}
-    overlays = {int(p['pool']): {int(p.get('read_tier', -1)), int(p.get('write_tier', -1))}
+    # Per pool, the tiers it sends clients to (read, write), -1 for none.
+    overlays = {int(p['pool']): (int(p.get('read_tier', -1)), int(p.get('write_tier', -1)))
                 for p in pools}
-    read_tier = {int(p['pool']): int(p.get('read_tier', -1)) for p in pools}
     erasure = {int(p['pool']) for p in pools if int(p.get('type', 1)) == POOL_TYPE_ERASURE}
     tiers: Dict[int, CacheTier] = {}
     for p in pools:
@@ -131,8 +131,8 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             min_evict_age_s=int(p.get('cache_min_evict_age', 0)),
             last_change=int(p.get('last_change', 0)),
             crush_rule=int(p.get('crush_rule', -1)),
-            overlay=pid in overlays.get(base_id, {pid}),
-            overlay_pool=names.get(read_tier.get(base_id, -1), ''),
+            overlay=pid in overlays.get(base_id, (pid, pid)),
+            overlay_pool=names.get(overlays.get(base_id, (-1, -1))[0], ''),
         )
     return tiers
 
