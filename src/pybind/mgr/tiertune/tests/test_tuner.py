@@ -388,11 +388,11 @@ class Failover(Exception):
     """The mgr dying part way through a change (raised from an `osd pool set`)."""
 
 
-def test_a_change_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(burst, monkeypatch):
-    """The change is stored before its first `osd pool set`: a new mgr that
-    finds the pool part way along it keeps the pool in `on`, takes the
-    ratios it finds as what tiertune set, and carries on from there."""
-    from tiertune.state import settings_from_store
+def cut_short(burst, monkeypatch, error: Exception):
+    """A Tuner in on mode whose forced change (to 0.2/0.3/0.9) raises error
+    from its second `osd pool set`.  Returns the tuner, the pool id, its
+    ratios before, the tick's wall time, the settings stored (JSON, in
+    order) and the commands made."""
     t = Tuner()
     t.settings.mode = 'on'
     stored: List[str] = []
@@ -400,7 +400,7 @@ def test_a_change_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(bur
 
     def pool_set(pool: str, var: str, val: str) -> Optional[str]:
         if len(sets) == 1:
-            raise Failover()
+            raise error
         sets.append((var, val))
         return None
 
@@ -409,11 +409,19 @@ def test_a_change_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(bur
     force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
     tiers, book, mono, wall = replay(burst)
     (pid,) = tiers
-    old = tiers[pid].ratios
-    with pytest.raises(Failover):
+    with pytest.raises(type(error)):
         t.step(tiers, book, [], {}, 3.0, eff, mono, wall)
-    assert sets == [('cache_target_full_ratio', '0.900000')]
     monkeypatch.undo()
+    return t, pid, tiers[pid].ratios, wall, stored, sets
+
+
+def test_a_change_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(burst, monkeypatch):
+    """The change is stored before its first `osd pool set`: a new mgr that
+    finds the pool part way along it keeps the pool in `on`, takes the
+    ratios it finds as what tiertune set, and carries on from there."""
+    from tiertune.state import settings_from_store
+    t, pid, old, wall, stored, sets = cut_short(burst, monkeypatch, Failover())
+    assert sets == [('cache_target_full_ratio', '0.900000')]
     # The new mgr: the stored settings, the OSD map with the one command.
     t2, mgr2 = Tuner(), FakeMgr()
     t2.settings, problems = settings_from_store(stored[-1])
@@ -435,25 +443,8 @@ def test_a_change_an_unexpected_error_cut_short_is_tiertunes_own(burst, monkeypa
     """Not a refusal (returned, and handled by _apply) but an exception out
     of an `osd pool set` part way: the same mgr's next tick finds the
     plan in memory and takes the ratios the commands made as its own."""
-    t = Tuner()
-    t.settings.mode = 'on'
-    sets: List[Tuple[str, str]] = []
-
-    def pool_set(pool: str, var: str, val: str) -> Optional[str]:
-        if len(sets) == 1:
-            raise RuntimeError('mon connection lost')
-        sets.append((var, val))
-        return None
-
-    eff = Effects(pool_set=pool_set, save_settings=lambda: None, save_history=lambda pid: None,
-                  audit=lambda m: None, log=lambda m: None)
-    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
-    tiers, book, mono, wall = replay(burst)
-    (pid,) = tiers
-    old = tiers[pid].ratios
-    with pytest.raises(RuntimeError):
-        t.step(tiers, book, [], {}, 3.0, eff, mono, wall)
-    monkeypatch.undo()
+    t, pid, old, _, _, sets = cut_short(burst, monkeypatch, RuntimeError('mon connection lost'))
+    assert sets == [('cache_target_full_ratio', '0.900000')]
     mgr = FakeMgr()
     midway = Ratios(old.dirty, old.dirty_high, 0.9)
     step_as(t, burst, mgr, ratios=midway, mono_offset=30)
