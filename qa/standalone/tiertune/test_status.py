@@ -92,6 +92,8 @@ def test_dump_inputs_is_json(cluster):
     names = {p['pool_name'] for p in out['osd_map']['pools']}
     assert names == {cluster.spec.cache_pool, cluster.spec.base_pool}
     assert len(out['pool_stats']['pool_stats']) == 2
+    # the real mgr's flag, as the module reads it (every OSD has reported)
+    assert out['pg_ready'] == {'pg_ready': True}
 
 
 def test_sample_age_stays_fresh(cluster):
@@ -218,3 +220,33 @@ def test_a_burst_of_commands_does_not_fill_the_history(cluster):
         assert taken <= elapsed / (TICK_S / 2) + 2, (taken, elapsed)
     finally:
         cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/history_size', '120')
+
+
+def test_a_new_mgr_without_stored_samples_reads_no_burst_from_its_first_stats(cluster):
+    """A new active mgr has no PG stats until the OSDs report to it: its
+    first pool_stats read zero.  Without stored samples to go on from (a mgr
+    down longer than the history's window, a tier never saved), a rate
+    measured from such a sample would count all the pool's past IO as one
+    interval's: a burst that never happened, on an idle cluster."""
+    before = cache_row(cluster)
+    past_flush = before['counters']['num_flush_kb'] << 10
+    # Enough past IO that one interval's share of it reads as a burst.
+    assert past_flush > 16 << 20, before['counters']
+    cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/samples_save_interval', '86400')
+    try:
+        keys = json.loads(cluster.ceph('config-key', 'ls').stdout)
+        for key in [k for k in keys if k.startswith('mgr/tiertune/samples/')]:
+            cluster.ceph('config-key', 'rm', key)
+        old = cluster.active_mgr()
+        cluster.ceph('mgr', 'fail', old)
+        cluster.wait_for('another mgr to take over',
+                         lambda: cluster.active_mgr() not in ('', old) and
+                         cluster.ceph('tiertune', 'status', check=False).returncode == 0, 120)
+        # Long enough for a run of inflow to have ended (inflow.IDLE_AFTER_S).
+        row = wait_row(cluster, 'a model on the new mgr\'s samples',
+                       lambda r: r['samples'] >= 15 and r['model'] is not None)
+    finally:
+        cluster.ceph('config', 'rm', 'mgr', 'mgr/tiertune/samples_save_interval')
+    inflow = row['model']['inflow']
+    assert inflow['bursts_seen'] == 0 and inflow['state'] != 'burst', inflow
+    assert inflow['long_bps'] < past_flush / (20 * TICK_S), inflow

@@ -313,6 +313,7 @@ class Commands:
                         'pools': [p for p in osd_map.get('pools', []) if int(p['pool']) in keep]},
             'pool_stats': {'pool_stats': [e for e in pool_stats.get('pool_stats', [])
                                           if int(e['poolid']) in keep]},
+            'pg_ready': self.get('pg_ready'),
         }, format), '')
 
 

@@ -91,6 +91,9 @@ class Module(Commands, MgrModule):
         self._failing_since = 0.0
         self._tick_costs = TickCosts()
         self._full_risk = FullRiskHold()
+        # Whether this mgr's PG stats were complete at some tick (see
+        # _pg_stats_ready); once they were, they stay so for its life.
+        self._pg_ready = False
 
     # ----- options and persistence ------------------------------------------------
     def config_notify(self) -> None:
@@ -251,6 +254,21 @@ class Module(Commands, MgrModule):
             with self._lock:
                 self._tick_costs.record(cpu, took, len(self._tiers), parts)
 
+    def _pg_stats_ready(self) -> bool:
+        """Whether every up OSD has reported to this mgr since it became
+        active (the mgr's own test, which gives up waiting after a few
+        stats periods).  Until then its pool_stats count the PGs no OSD has
+        reported yet as zero (all of them, just after a failover): a rate
+        measured from such a sample, with no stored sample before it, would
+        count the pool's whole past IO as one interval's.  The mgr never
+        goes back to not ready while active: asked only until it is."""
+        if not self._pg_ready:
+            self._pg_ready = bool(self.get('pg_ready').get('pg_ready', True))
+            if not self._pg_ready:
+                self.log.info('not every OSD has reported its PG stats to this mgr yet: '
+                              'no samples this tick')
+        return self._pg_ready
+
     def _tick(self, mono: Optional[float], wall: Optional[float],
               parts: Dict[str, float], woken: bool = False) -> None:
         """tick()'s work; parts gets the CPU seconds of its costly steps."""
@@ -272,7 +290,7 @@ class Module(Commands, MgrModule):
         else:
             tiers = self._tiers
         clock = StepClock(parts)
-        samples = take_samples(self.get, tiers, mono, wall)
+        samples = take_samples(self.get, tiers, mono, wall) if self._pg_stats_ready() else {}
         clock.mark('pool_stats')
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:

@@ -1,7 +1,8 @@
 """One tick's view of every cache pool: cumulative counters and agent modes.
 
 Reads only O(pools) mgr data: `pool_stats` every tick, and `osd_map` when the
-caller says the topology may have changed.  Never `pg_dump`, `pg_stats` or
+caller says the topology may have changed (and the module asks `pg_ready`,
+one flag, until the mgr's PG stats are complete).  Never `pg_dump`, `pg_stats` or
 `pg_summary`: those are O(PGs) and all mgr modules share one GIL.
 """
 
@@ -14,7 +15,7 @@ from .topology import CacheTier
 Getter = Callable[[str], Any]
 
 # The mgr data the tick may read.  A unit test holds the module to this list.
-TICK_SOURCES = ('osd_map', 'pool_stats')
+TICK_SOURCES = ('osd_map', 'pool_stats', 'pg_ready')
 
 # BlueStore's estimate_objects_overhead(): the agent adds it to the user bytes
 # before comparing with the PG's share of target_max_bytes.  Production cache

@@ -15,7 +15,7 @@ from tiertune.report import COLUMNS
 from tiertune.sampling import TICK_SOURCES
 from tiertune.state import ratios_from_dict
 
-O_PG_SOURCES = {'pg_dump', 'pg_stats', 'pg_summary', 'pg_ready'}
+O_PG_SOURCES = {'pg_dump', 'pg_stats', 'pg_summary', 'pg_progress'}
 
 
 def run_ticks(make_module, recs):
@@ -206,6 +206,38 @@ def test_a_failed_tick_reads_the_osd_map_again(burst, make_module):
     assert m._osdmap_changed.is_set()
 
 
+def _unreported(inputs):
+    """inputs as a new active mgr has them before any OSD reported: every
+    PG's stats zero (its pool_stats still list the pools)."""
+    out = copy.deepcopy(inputs)
+    for e in out['pool_stats']['pool_stats']:
+        e['stat_sum'] = {k: 0 for k in e['stat_sum']}
+        e['up'] = e['acting'] = 0
+    out['pg_ready'] = {'pg_ready': False}
+    return out
+
+
+def test_no_sample_is_taken_until_every_osd_has_reported_to_this_mgr(burst, make_module):
+    # A mgr with no stored samples (down longer than the history's window)
+    # takes over mid-way: its first stats read zero.  Begun from them, the
+    # history would read the pool's whole past IO as one interval's.
+    recs = burst['samples'][10:]
+    m, get = make_module(recs[0]['inputs'])
+    get.inputs = _unreported(recs[0]['inputs'])
+    m.tick(recs[0]['mono'], recs[0]['wall'])
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['samples'] == 0 and 'no sample yet' in row['decision']['reasons']
+    for rec in recs[1:3]:       # reported: the stub's pg_ready is True
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    (pid,) = m._tiers
+    first, second = m._book.get(pid).entries
+    assert first.sample.wall == recs[1]['wall'] and first.rates is None
+    assert second.rates is not None
+    # A flag the mgr never clears while active: asked until it was set.
+    assert get.asked.count('pg_ready') == 2
+
+
 def test_a_woken_tick_samples_a_tier_it_has_no_sample_of(burst, make_module):
     # `mode <new tier> on` right after the tier is made: its first sample
     # is not put off a whole sleep_interval.
@@ -299,6 +331,7 @@ def test_dump_inputs_is_the_raw_tick_data(burst, make_module):
     out = json.loads(m._cmd_dump_inputs().stdout)
     assert out['pool_stats'] == rec['inputs']['pool_stats']
     assert out['osd_map']['pools'] == rec['inputs']['osd_map']['pools']
+    assert out['pg_ready'] == {'pg_ready': True}
 
 
 def test_commands_parse_as_pacific_declares_them():

@@ -116,4 +116,4 @@ def test_erasure_base_excludes_omap_objects(burst):
 
 
 def test_tick_sources_are_o_pools():
-    assert set(TICK_SOURCES) == {'osd_map', 'pool_stats'}
+    assert set(TICK_SOURCES) == {'osd_map', 'pool_stats', 'pg_ready'}
