@@ -8,7 +8,7 @@ input is valid.
 import errno
 import json
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
@@ -59,6 +59,7 @@ class Commands:
 
     if TYPE_CHECKING:
         _lock: threading.RLock
+        _changing: Set[int]
         _wake: threading.Event
         _tuner: Tuner
         _book: HistoryBook
@@ -291,6 +292,12 @@ class Commands:
             tier = self._pool_arg(pool, format)
             if isinstance(tier, HandleCommandResult):
                 return tier
+            if tier.pool_id in self._changing:
+                # The tick's `osd pool set`s run without the lock: waiting
+                # for them here would hold up every module's commands.
+                return HandleCommandResult(-errno.EBUSY, '',
+                                           f'{pool}: tiertune is changing its ratios right now; '
+                                           f'try again in a moment')
             rc, msg = self._tuner.reset(tier.pool_id, tier, self._effects(), time.time(),
                                         time.monotonic())
         if rc:

@@ -94,24 +94,42 @@ class Module(Commands, MgrModule):
         # Whether this mgr's PG stats were complete at some tick (see
         # _pg_stats_ready); once they were, they stay so for its life.
         self._pg_ready = False
+        # Pools whose change the tick is making, its lock released (see _tick).
+        self._changing: Set[int] = set()
+        # Store writes taken under the lock, made after it (see _stage).
+        self._staged: Dict[str, str] = {}
+        self._store_lock = threading.Lock()
 
     # ----- options and persistence ------------------------------------------------
     def config_notify(self) -> None:
-        self._read_options()
-        self._wake.set()
+        # The mgr calls this on every change to its config, any module's
+        # option or a global one: a tick only for a change of ours.
+        if self._read_options():
+            self._wake.set()
 
-    def _read_options(self) -> None:
+    def _read_options(self) -> bool:
+        """Read our options; whether any changed."""
+        changed = False
         for name in OPTION_NAMES:
             # Held to its bounds before it is set: serve reads it from
             # another thread.
-            value = self.get_module_option(name)
-            held = within_bounds(name, value)
+            try:
+                value = self.get_module_option(name)
+                held = within_bounds(name, value)
+            except (TypeError, ValueError) as e:
+                # A value the mgr cannot convert (`config set --force`
+                # skips the mon's check): raised here, it would end serve.
+                self.log.warning('%s: unusable value (%s): keeping %s', name, e,
+                                 getattr(self, name))
+                continue
             if held != value:
                 self.log.warning('%s %s is outside its bounds: using %d', name, value, held)
+            changed = changed or held != getattr(self, name)
             setattr(self, name, held)
         with self._lock:
             if self._book.size != int(self.history_size):
                 self._book.resize(int(self.history_size))
+        return changed
 
     def _ensure_loaded(self) -> None:
         """For commands.  The mgr takes commands as soon as the module is
@@ -176,17 +194,46 @@ class Module(Commands, MgrModule):
                 self.log.info('pool %d: %d samples restored from the store', pid, kept)
 
     def _save_settings_locked(self) -> None:
+        self._stage(SETTINGS_KEY, self._settings_text_locked())
+        self._write_staged()
+
+    def _settings_text_locked(self) -> str:
         text = self._tuner.settings.to_json()
         if len(text) > SETTINGS_MAX_TEXT_BYTES:
             # Several hundred pools with settings of their own: the mon
             # would refuse the value, and Pacific's set_store only logs it.
             self.log.error('stored settings are %d bytes, over the %d the mon takes: '
                            'the store keeps an older copy', len(text), SETTINGS_MAX_TEXT_BYTES)
-        self.set_store(SETTINGS_KEY, text)
+        return text
 
     def _save_history(self, pool_id: int) -> None:
-        self.set_store(f'{HISTORY_PREFIX}{pool_id}',
-                       history_to_store(self._tuner.history(pool_id)))
+        self._stage_history(pool_id)
+        self._write_staged()
+
+    def _stage_history(self, pool_id: int) -> None:
+        self._stage(f'{HISTORY_PREFIX}{pool_id}', history_to_store(self._tuner.history(pool_id)))
+
+    def _stage(self, key: str, text: str) -> None:
+        """A store write of key, taken now (under the lock: a later one of
+        the same key replaces it), made by the next _write_staged."""
+        with self._lock:
+            self._staged[key] = text
+
+    def _write_staged(self) -> None:
+        """Write what is staged; on return, all staged before the call is
+        written (by this thread, or by the one that took it first).  The
+        store lock is taken as the writes are taken, under the module's
+        lock (never the other way round), and held for them without it:
+        writes are made in the order they were taken, so the store never
+        goes back to an older text (a tick's, while a command wrote)."""
+        with self._lock:
+            staged, self._staged = self._staged, {}
+            self._store_lock.acquire()
+        try:
+            for key, text in staged.items():
+                self.set_store(key, text)
+        finally:
+            self._store_lock.release()
 
     def _pool_set(self, pool: str, var: str, val: str) -> Optional[str]:
         try:
@@ -200,8 +247,18 @@ class Module(Commands, MgrModule):
         self.cluster_log('audit', self.ClusterLogPrio.INFO, msg)
 
     def _effects(self) -> Effects:
+        """A command's: it writes the store as it goes, under the lock."""
         return Effects(pool_set=self._pool_set, save_settings=self._save_settings_locked,
                        save_history=self._save_history, audit=self._audit,
+                       log=self.log.info)
+
+    def _staging_effects(self) -> Effects:
+        """The tick's: what it would write is staged under the lock and
+        written after it (_write_staged)."""
+        return Effects(pool_set=self._pool_set,
+                       save_settings=lambda: self._stage(SETTINGS_KEY,
+                                                         self._settings_text_locked()),
+                       save_history=self._stage_history, audit=self._audit,
                        log=self.log.info)
 
     # ----- the loop --------------------------------------------------------------
@@ -317,9 +374,24 @@ class Module(Commands, MgrModule):
             # growing once full).
             before = {pid: _newest(self._tuner.history(pid)) for pid in active}
             clock.mark('history')
-            self._tuner.step(active, self._book, sorted(self._flags), self._limits,
-                             float(self.sleep_interval), self._effects(), mono, wall)
+            staged = self._staging_effects()
+            changes = self._tuner.decide(active, self._book, sorted(self._flags), self._limits,
+                                         float(self.sleep_interval), staged, mono, wall)
+            self._changing = {c.pid for c in changes}
             clock.mark('models_and_law')
+        # The changes' commands without the lock: each `osd pool set` waits
+        # for the mon, and a command of this module waiting for the lock
+        # would hold up every module's commands (the mgr runs them all on
+        # one thread).  Their plans are stored first (PlannedChange).
+        try:
+            self._write_staged()
+            self._tuner.make_changes(changes, staged, self._lock)
+        finally:
+            with self._lock:
+                self._changing = set()
+            self._write_staged()
+        clock.mark('changes')
+        with self._lock:
             checks = health_checks(active, self._tuner.views, self._tuner.settings,
                                    self._full_risk, mono)
             calls = self._progress_calls(active, levels, before, mono)

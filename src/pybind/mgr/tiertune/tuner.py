@@ -8,8 +8,20 @@ import dataclasses
 import errno
 import time
 from collections import deque
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Deque,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from . import actuation, controller, models
 from .rates import HistoryBook, HistoryEntry
@@ -114,6 +126,28 @@ class OwnChange:
                 and any(same(ratios, r) for r in self.path[:-1]))
 
 
+@dataclass(frozen=True)
+class PendingChange:
+    """A change Tuner.decide planned: the pool as the tick saw it, the
+    decision, its `osd pool set`s (planned_steps) and the tick's clocks."""
+    pid: int
+    tier: CacheTier
+    decision: controller.Decision
+    steps: Tuple['Step', ...]
+    mono: float
+    wall: float
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """What Tuner.run_change made: the ratios reached, the error that
+    stopped it (None when all were set), and the ratios before and after
+    each command sent."""
+    reached: Ratios
+    error: Optional[str]
+    path: Tuple[Ratios, ...]
+
+
 @dataclass
 class Tuner:
     settings: Settings = field(default_factory=Settings)
@@ -134,18 +168,52 @@ class Tuner:
     def step(self, tiers: Mapping[int, CacheTier], book: HistoryBook, flags: Sequence[str],
              limits: Mapping[int, models.PromoteLimits], sleep_interval: float, eff: Effects,
              mono: float, wall: float) -> None:
+        """decide, then make_changes: what a tick does, in one call (the
+        simulator's and the unit tests' tick)."""
+        self.make_changes(self.decide(tiers, book, flags, limits, sleep_interval, eff, mono,
+                                      wall), eff)
+
+    def make_changes(self, changes: Sequence['PendingChange'], eff: Effects,
+                     guard: Optional[ContextManager[Any]] = None) -> None:
+        """Run each change's commands, then record it (finish_change) inside
+        guard: the module's lock, which the commands run without.  A change
+        whose commands raise stays planned (a failover part way through is
+        settled the same way); those after it are abandoned."""
+        guard = nullcontext() if guard is None else guard
+        for i, change in enumerate(changes):
+            try:
+                result = self.run_change(change, eff)
+            except BaseException:
+                with guard:
+                    for later in changes[i + 1:]:
+                        self.abandon(later, eff)
+                raise
+            with guard:
+                self.finish_change(change, result, eff)
+
+    def decide(self, tiers: Mapping[int, CacheTier], book: HistoryBook, flags: Sequence[str],
+               limits: Mapping[int, models.PromoteLimits], sleep_interval: float, eff: Effects,
+               mono: float, wall: float) -> List['PendingChange']:
+        """Fit and decide every pool; returns the changes to make, each
+        planned (stored before its first command, see PlannedChange) but
+        not made: run_change makes one, finish_change records it.  The
+        module runs the commands without its lock (each is a mon round
+        trip, and every mgr module's commands share one thread)."""
         for pid in [p for p in self.views if p not in tiers]:
             del self.views[pid]
         for pid in [p for p in self.series if p not in tiers]:
             del self.series[pid]
         pools = list(tiers.items())
+        changes: List[PendingChange] = []
         for first in range(0, len(pools), FIT_BATCH):
-            self._step_batch(pools[first:first + FIT_BATCH], book, flags, limits,
-                             sleep_interval, eff, mono, wall)
+            self._decide_batch(pools[first:first + FIT_BATCH], book, flags, limits,
+                               sleep_interval, eff, mono, wall, changes)
+        return changes
 
-    def _step_batch(self, pools: Sequence[Tuple[int, CacheTier]], book: HistoryBook,
-                    flags: Sequence[str], limits: Mapping[int, models.PromoteLimits],
-                    sleep_interval: float, eff: Effects, mono: float, wall: float) -> None:
+    def _decide_batch(self, pools: Sequence[Tuple[int, CacheTier]], book: HistoryBook,
+                      flags: Sequence[str], limits: Mapping[int, models.PromoteLimits],
+                      sleep_interval: float, eff: Effects, mono: float, wall: float,
+                      changes: List['PendingChange']) -> None:
         jobs = [self._fit_job(pid, tier, book, limits) for pid, tier in pools]
         # The batch's models first, then its decisions: each step's code
         # runs for the batch's pools in a row (see models.fit_pools).
@@ -167,7 +235,9 @@ class Tuner:
             decision = controller.decide(inp)
             self.views[pid] = PoolView(model, decision, mode, gate)
             if mode == 'on' and decision.action == 'change':
-                self._apply(pid, tier, decision, eff, mono, wall)
+                change = self._plan(pid, tier, decision, eff, mono, wall)
+                if change is not None:
+                    changes.append(change)
 
     def _controller_input(self, pid: int, tier: CacheTier, model: models.PoolModel,
                           levels: Optional[AgentLevels], entries: Sequence[HistoryEntry],
@@ -290,22 +360,36 @@ class Tuner:
             eff.log(msg)
         eff.save_settings()
 
-    def _apply(self, pid: int, tier: CacheTier, decision: controller.Decision, eff: Effects,
-               mono: float, wall: float) -> None:
+    def _plan(self, pid: int, tier: CacheTier, decision: controller.Decision, eff: Effects,
+              mono: float, wall: float) -> Optional['PendingChange']:
         retry = self.retry_after.get(pid)
         if retry and mono < retry[0]:
-            return
+            return None
         ps = self.settings.pool(pid)
         if ps.baseline is None:
             ps.baseline = tier.ratios
-        reason = '; '.join(decision.reasons) or 'controller decision'
         # Stored before the first command, so a mgr that takes over part
         # way through knows the ratios it finds are tiertune's (PlannedChange).
         steps = planned_steps(tier.ratios, decision.next)
         ps.planned = PlannedChange((tier.ratios, *(after for _, _, after in steps)), wall)
         eff.save_settings()
+        return PendingChange(pid, tier, decision, tuple(steps), mono, wall)
+
+    @classmethod
+    def run_change(cls, change: 'PendingChange', eff: Effects) -> 'ChangeResult':
+        """The change's commands; reads and changes no tuner state."""
         path: List[Ratios] = []
-        reached, err = self.apply_ratios(tier.pool, tier.ratios, steps, eff, path)
+        reached, err = cls.apply_ratios(change.tier.pool, change.tier.ratios, change.steps, eff,
+                                        path)
+        return ChangeResult(reached, err, tuple(path))
+
+    def finish_change(self, change: 'PendingChange', result: 'ChangeResult',
+                      eff: Effects) -> None:
+        pid, tier, decision = change.pid, change.tier, change.decision
+        mono, wall = change.mono, change.wall
+        reached, err = result.reached, result.error
+        ps = self.settings.pool(pid)
+        reason = '; '.join(decision.reasons) or 'controller decision'
         ps.planned = None
         if not same(reached, tier.ratios):
             # Even a part of the batch changed the pool (and reset its PGs'
@@ -314,22 +398,29 @@ class Tuner:
             ps.last_applied = reached
             ps.last_change_wall = wall
             ps.manual_change = None
-            self.own_changes[pid] = OwnChange(tuple(path), mono)
+            self.own_changes[pid] = OwnChange(result.path, mono)
             eff.audit(f'tiertune: pool {tier.pool}: {fmt(tier.ratios)} -> {fmt(reached)}: '
                       f'{reason}' + ('' if err is None else f' (incomplete: {err})'))
+        retry = self.retry_after.get(pid)
         if err is None:
             self.retry_after.pop(pid, None)
-            result = 'applied'
+            outcome = 'applied'
         else:
             backoff = min((retry[1] * 2) if retry else RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
             self.retry_after[pid] = (mono + backoff, backoff)
-            result = f'failed: {err} (retry in {backoff:.0f}s)'
+            outcome = f'failed: {err} (retry in {backoff:.0f}s)'
             eff.log(f'{tier.pool}: change failed: {err}')
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='on',
                                                 old=tier.ratios, new=decision.next,
-                                                reason=reason, result=result))
+                                                reason=reason, result=outcome))
         eff.save_settings()
         eff.save_history(pid)
+
+    def abandon(self, change: 'PendingChange', eff: Effects) -> None:
+        """A planned change none of whose commands was sent (an earlier one
+        of the tick raised): not planned any more."""
+        self.settings.pool(change.pid).planned = None
+        eff.save_settings()
 
     @staticmethod
     def apply_ratios(pool: str, current: Ratios, steps: Sequence['Step'], eff: Effects,
@@ -367,8 +458,13 @@ class Tuner:
         current = (ps.last_applied if ps.last_applied is not None
                    and self._map_behind_own_change(pid, tier, mono) else tier.ratios)
         path: List[Ratios] = []
-        reached, err = self.apply_ratios(tier.pool, current, planned_steps(current, baseline),
-                                         eff, path)
+        steps = planned_steps(current, baseline)
+        # As a tick's change: a mgr that takes over part way through finds
+        # tiertune's own ratios, not a hand change (PlannedChange).
+        ps.planned = PlannedChange((current, *(after for _, _, after in steps)), wall)
+        eff.save_settings()
+        reached, err = self.apply_ratios(tier.pool, current, steps, eff, path)
+        ps.planned = None
         moved = not same(reached, current)
         if moved:
             self.own_changes[pid] = OwnChange(tuple(path), mono)
@@ -383,8 +479,8 @@ class Tuner:
                     reason='tiertune reset: baseline restored', result=f'failed: {err}'))
                 eff.audit(f'tiertune: pool {tier.pool}: reset {fmt(current)} -> '
                           f'{fmt(baseline)} (baseline) stopped at {fmt(reached)}: {err}')
-                eff.save_settings()
                 eff.save_history(pid)
+            eff.save_settings()
             return -errno.EIO, f'reset of {tier.pool} failed: {err}'
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='reset',
                                                 old=current, new=baseline,

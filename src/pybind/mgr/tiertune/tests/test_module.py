@@ -82,7 +82,8 @@ def test_status_reports_what_the_ticks_cost(burst, make_module):
     assert 0 < tick['cpu_ms_last'] <= tick['cpu_ms_max']
     assert tick['cpu_ms_median'] <= tick['cpu_ms_max'] and tick['wall_ms_last'] > 0
     parts = tick['cpu_ms_median_parts']
-    assert set(parts) == {'pool_stats', 'history', 'models_and_law', 'health_progress', 'store'}
+    assert set(parts) == {'pool_stats', 'history', 'models_and_law', 'changes', 'health_progress',
+                          'store'}
     assert all(v >= 0 for v in parts.values()) and parts['models_and_law'] > 0
     assert sum(parts.values()) <= 5 * tick['cpu_ms_max']
     assert m._cmd_status().stdout.splitlines()[-1].startswith('last tick: ')
@@ -92,7 +93,7 @@ def test_a_failed_tick_is_counted_too(burst, make_module):
     m, get = make_module(burst['samples'][0]['inputs'])
     def fail(*args, **kwargs):
         raise RuntimeError('any error inside the tick')
-    m._tuner.step = fail
+    m._tuner.decide = fail
     with pytest.raises(RuntimeError):
         m.tick()
     tick = json.loads(m._cmd_status(format='json').stdout)['tick']
@@ -315,6 +316,33 @@ def test_every_option_is_held_to_its_declared_bounds(burst, make_module):
     m._ceph_get_module_option = lambda mod, key, *a: stored.get(key)
     m._read_options()
     assert (m.samples_save_interval, m.history_size) == (0, 2)
+
+
+def test_only_a_change_to_tiertunes_own_options_wakes_the_loop(burst, make_module):
+    # The mgr notifies every module of every config change: another
+    # module's option must not cost a tick.
+    m, get = make_module(burst['samples'][0]['inputs'])
+    m._wake.clear()
+    m.config_notify()
+    assert not m._wake.is_set()
+    m._ceph_get_module_option = lambda mod, key, *a: 10 if key == 'sleep_interval' else None
+    m.config_notify()
+    assert m._wake.is_set() and m.sleep_interval == 10
+
+
+def test_an_option_value_the_mgr_cannot_convert_keeps_the_last_one(burst, make_module):
+    # `config set --force` skips the mon's check, and the mgr raises
+    # converting the text: serve must not end on it.
+    m, get = make_module(burst['samples'][0]['inputs'])
+
+    def unconvertible(mod, key, *a):
+        if key == 'sleep_interval':
+            raise ValueError("invalid literal for int() with base 10: 'soon'")
+        return 50 if key == 'history_size' else None
+
+    m._ceph_get_module_option = unconvertible
+    m.config_notify()
+    assert (m.sleep_interval, m.history_size) == (30, 50)
 
 
 def test_history_size_option_resizes(burst, make_module):
@@ -1019,3 +1047,94 @@ def test_on_clears_a_change_left_planned_by_an_earlier_mgr(burst, make_module):
     assert m._cmd_mode(pool, 'on').retval == 0
     assert m._tuner.settings.pool(pid).planned is None
     assert json.loads(m.get_store('state'))['pools'][str(pid)]['planned'] is None
+
+
+def test_commands_answer_while_the_tick_waits_for_the_mon(burst, make_module, monkeypatch):
+    """The tick's `osd pool set`s run without the module's lock: the mgr
+    runs every module's commands on one thread, and a tiertune command
+    waiting for the lock would hold up all of them.  While the tick waits
+    for the mon, status and eval answer, a reset of the pool being changed
+    is EBUSY (not interleaved with the tick's commands), a mode change is
+    kept; the tick then records its change, and the store ends with both."""
+    import dataclasses
+    import threading
+
+    from tiertune import controller
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    pool = burst['spec']['cache_pool']
+    m, get = run_ticks(make_module, recs[:6])
+    (pid,) = m._tiers
+    real = controller.decide
+    monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
+        real(inp), action='change', next=Ratios(0.2, 0.6, 0.8),
+        recommended=Ratios(0.2, 0.6, 0.8), reasons=('test: forced',)))
+    assert m._cmd_mode(pool, 'on').retval == 0
+    in_mon, mon_answers, sets = threading.Event(), threading.Event(), []
+
+    def slow_pool_set(*args):
+        in_mon.set()
+        assert mon_answers.wait(10)
+        sets.append(args)
+
+    monkeypatch.setattr(m, '_pool_set', slow_pool_set)
+    get.inputs = recs[6]['inputs']
+    tick = threading.Thread(target=m.tick, args=(recs[6]['mono'], recs[6]['wall']))
+    tick.start()
+    try:
+        assert in_mon.wait(10)
+        # Each would block until the mon answered if it waited for the lock.
+        assert m._cmd_status(format='json').retval == 0
+        assert m._cmd_eval(pool, format='json').retval == 0
+        assert m._cmd_reset(pool).retval == -errno.EBUSY
+        assert m._cmd_mode(pool, 'warn').retval == 0
+        assert tick.is_alive() and not sets
+    finally:
+        mon_answers.set()
+        tick.join(10)
+    assert not tick.is_alive() and sets == [(pool, 'cache_target_dirty_ratio', '0.200000')]
+    ps = m._tuner.settings.pool(pid)
+    assert ps.mode == 'warn' and ps.last_applied == Ratios(0.2, 0.6, 0.8)
+    assert ps.planned is None and m._changing == set()
+    stored = json.loads(m.get_store('state'))['pools'][str(pid)]
+    assert stored['mode'] == 'warn' and stored['planned'] is None
+    assert stored['last_applied'] == {'dirty': 0.2, 'dirty_high': 0.6, 'full': 0.8}
+    assert json.loads(m.get_store(f'history/{pid}'))[-1]['result'] == 'applied'
+    # The pool is no longer being changed: reset goes ahead.
+    monkeypatch.setattr(m, '_pool_set', lambda *args: None)
+    assert m._cmd_reset(pool).retval == 0
+
+
+def test_store_writes_are_made_in_the_order_they_were_taken(burst, make_module,
+                                                            monkeypatch):
+    """The tick writes what it staged without the lock.  A command's write
+    that comes while the tick's is at the mon waits for it, and is made
+    after it: the store never goes back to the tick's older text."""
+    import threading
+    recs = burst['samples']
+    pool = burst['spec']['cache_pool']
+    m, get = run_ticks(make_module, recs[:3])
+    (pid,) = m._tiers
+    real_set_store, at_mon, mon_answers = m.set_store, threading.Event(), threading.Event()
+
+    def slow_first_write(key, text):
+        if not at_mon.is_set():
+            at_mon.set()
+            assert mon_answers.wait(10)
+        real_set_store(key, text)
+
+    monkeypatch.setattr(m, 'set_store', slow_first_write)
+    m._stage('state', m._settings_text_locked())     # taken now, as a tick does
+    tick_write = threading.Thread(target=m._write_staged)
+    tick_write.start()
+    try:
+        assert at_mon.wait(10)
+        command = threading.Thread(target=m._cmd_mode, args=(pool, 'on'))
+        command.start()
+        command.join(0.5)
+        assert command.is_alive()       # its write waits for the tick's
+    finally:
+        mon_answers.set()
+        tick_write.join(10)
+        command.join(10)
+    assert json.loads(m.get_store('state'))['pools'][str(pid)]['mode'] == 'on'

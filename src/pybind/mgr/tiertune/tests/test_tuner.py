@@ -384,6 +384,40 @@ def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch)
     assert ps.manual_change is None and t.settings.effective_mode(pid) == 'on'
 
 
+def test_a_reset_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(burst):
+    """reset stores its plan before its first `osd pool set`, as a tick's
+    change does: a new mgr that finds the pool part way back to its
+    baseline takes that for tiertune's own, not a hand change."""
+    from tiertune.state import settings_from_store
+    t, mgr, tiers, pid = on_after_a_tick(burst, tick=step_as)
+    ps = t.settings.pool(pid)
+    ps.baseline = Ratios(0.2, 0.3, 0.9)
+    stored: List[str] = []
+    sets: List[str] = []
+
+    def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+        if sets:
+            raise Failover()
+        sets.append(var)
+        return None
+
+    eff = Effects(pool_set=pool_set, save_settings=lambda: stored.append(t.settings.to_json()),
+                  save_history=lambda pid: None, audit=lambda m: None, log=lambda m: None)
+    _, _, mono, wall = replay(burst)
+    with pytest.raises(Failover):
+        t.reset(pid, tiers[pid], eff, wall, mono)
+    old = tiers[pid].ratios
+    assert sets == ['cache_target_full_ratio']
+    t2, mgr2 = Tuner(), FakeMgr()
+    t2.settings, problems = settings_from_store(stored[-1])
+    assert not problems and t2.settings.pool(pid).planned is not None
+    midway = Ratios(old.dirty, old.dirty_high, 0.9)
+    step_as(t2, burst, mgr2, ratios=midway, mono_offset=60)
+    ps2 = t2.settings.pool(pid)
+    assert ps2.manual_change is None and t2.settings.effective_mode(pid) == 'on'
+    assert ps2.last_applied == midway and ps2.planned is None
+
+
 class Failover(Exception):
     """The mgr dying part way through a change (raised from an `osd pool set`)."""
 
