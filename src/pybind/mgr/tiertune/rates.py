@@ -62,10 +62,13 @@ def _base_reset(prev: PoolSample, cur: PoolSample) -> bool:
 def derive_rates(prev: PoolSample, cur: PoolSample,
                  prev_dirty_bytes: int = 0, cur_dirty_bytes: int = 0) -> Optional[Rates]:
     """None when no honest rate exists for the interval: too short or
-    negative (a clock that went backwards), or a counter that went down (the
-    pool's PGs were recreated, or stats were reset)."""
+    negative (a clock that went backwards), a counter that went down (the
+    pool's PGs were recreated, or stats were reset), or stats that came back
+    (the pool's `acting` went up: PGs that counted as empty reported again,
+    and their whole past would read as this interval's IO; also when an
+    OSD comes back, an interval lost)."""
     dt = cur.mono - prev.mono
-    if dt < MIN_RATE_INTERVAL_S:
+    if dt < MIN_RATE_INTERVAL_S or cur.acting > prev.acting:
         return None
     p, c = prev.counters, cur.counters
     # Counter by counter, not a loop over names with getattr and a dict of
@@ -87,7 +90,7 @@ def derive_rates(prev: PoolSample, cur: PoolSample,
 def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Tuple[float, ...]:
     """Rates' proxied_* figures in field order, or () when unknown."""
     p, c = proxied_totals(prev), proxied_totals(cur)
-    if p is None or c is None or _base_reset(prev, cur):
+    if p is None or c is None or _base_reset(prev, cur) or cur.base_acting > prev.base_acting:
         return ()
     d = [(b - a) / dt for a, b in zip(p, c, strict=True)]
     # proxied_read_bytes_sec, _read_ops_sec, _write_bytes_sec, _write_ops_sec

@@ -43,7 +43,9 @@ MAX_TEXT_BYTES = 56 * 1024
 # Wall times to the millisecond: finer than any tick, coarse enough to stay short.
 _WALL_SCALE = 1000.0
 _HEAD = ('wall_ms', 'num_pg', 'dirty_bytes', 'has_base')
-COLUMNS = (*_HEAD, *COUNTER_NAMES, *(f'base.{n}' for n in COUNTER_NAMES))
+# Columns a text may lack (written before they were added): read as 0.
+_LATER = ('acting', 'base.acting')
+COLUMNS = (*_HEAD, *_LATER, *COUNTER_NAMES, *(f'base.{n}' for n in COUNTER_NAMES))
 _ZEROS = (0,) * len(COUNTER_NAMES)
 _get_counters = operator.attrgetter(*COUNTER_NAMES)
 
@@ -51,7 +53,8 @@ _get_counters = operator.attrgetter(*COUNTER_NAMES)
 def _row(sample: PoolSample, dirty: int) -> Tuple[int, ...]:
     base = _get_counters(sample.base) if sample.base is not None else _ZEROS
     return (round(sample.wall * _WALL_SCALE), sample.num_pg, int(dirty),
-            int(sample.base is not None), *_get_counters(sample.counters), *base)
+            int(sample.base is not None), sample.acting, sample.base_acting,
+            *_get_counters(sample.counters), *base)
 
 
 _pack_row = struct.Struct(f'<{len(COLUMNS)}q').pack
@@ -145,6 +148,7 @@ def decode(text: Optional[str], now_mono: float, now_wall: float,
     counters = np.stack([col.get(c, zero) for c in COUNTER_NAMES], axis=1).tolist()
     base = np.stack([col.get(f'base.{c}', zero) for c in COUNTER_NAMES], axis=1).tolist()
     walls, pgs = col['wall_ms'].tolist(), col['num_pg'].tolist()
+    acting, base_acting = col.get('acting', zero).tolist(), col.get('base.acting', zero).tolist()
     dirty, has_base = col['dirty_bytes'].tolist(), col['has_base'].tolist()
     out: List[Tuple[PoolSample, int]] = []
     for i in range(n):
@@ -154,6 +158,7 @@ def decode(text: Optional[str], now_mono: float, now_wall: float,
             continue
         out.append((PoolSample(pool_id=pool, mono=now_mono - age, wall=wall, num_pg=pgs[i],
                                counters=PoolCounters(*counters[i]),
-                               base=PoolCounters(*base[i]) if has_base[i] else None),
+                               base=PoolCounters(*base[i]) if has_base[i] else None,
+                               acting=acting[i], base_acting=base_acting[i]),
                     dirty[i]))
     return out, None

@@ -80,6 +80,13 @@ class PoolSample:
     # The base pool's counters: client IO the cache proxied lands there (with
     # the agent's flushes and the promotions' reads).  None if not reported.
     base: Optional[PoolCounters] = None
+    # pool_stats' `acting` of the pool and of its base: the sum of the
+    # acting set sizes of the PGs whose stats the mgr has.  A PG no OSD has
+    # reported to this mgr (just after a failover, just after a split or
+    # merge) adds 0 and counts as empty: when the sum goes up, stats came
+    # back (see rates.derive_rates).
+    acting: int = 0
+    base_acting: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,15 +136,16 @@ def agent_levels(tier: CacheTier, c: PoolCounters) -> AgentLevels:
 
 
 def stat_sums(pool_stats: Mapping[str, Any], wanted: Optional[Collection[int]] = None
-              ) -> Dict[int, Tuple[int, Mapping[str, Any]]]:
-    """pool id -> (num_pg, stat_sum) from get('pool_stats'), for the pools
-    in wanted (default all): a tick needs the cache pools and their bases,
-    of perhaps a thousand pools."""
-    out: Dict[int, Tuple[int, Mapping[str, Any]]] = {}
+              ) -> Dict[int, Tuple[int, int, Mapping[str, Any]]]:
+    """pool id -> (num_pg, acting, stat_sum) from get('pool_stats'), for the
+    pools in wanted (default all): a tick needs the cache pools and their
+    bases, of perhaps a thousand pools."""
+    out: Dict[int, Tuple[int, int, Mapping[str, Any]]] = {}
     for entry in pool_stats.get('pool_stats', []):
         pid = int(entry['poolid'])
         if wanted is None or pid in wanted:
-            out[pid] = (int(entry.get('num_pg', 0)), entry.get('stat_sum', {}))
+            out[pid] = (int(entry.get('num_pg', 0)), int(entry.get('acting', 0)),
+                        entry.get('stat_sum', {}))
     return out
 
 
@@ -152,9 +160,10 @@ def take_samples(get: Getter, tiers: Mapping[int, CacheTier], mono: float,
     for pid, tier in tiers.items():
         if pid not in sums:
             continue
-        num_pg, stat_sum = sums[pid]
+        num_pg, acting, stat_sum = sums[pid]
         base = sums.get(tier.base_pool_id)
         samples[pid] = PoolSample(pool_id=pid, mono=mono, wall=wall, num_pg=num_pg,
                                   counters=PoolCounters.from_stat_sum(stat_sum),
-                                  base=PoolCounters.from_stat_sum(base[1]) if base else None)
+                                  base=PoolCounters.from_stat_sum(base[2]) if base else None,
+                                  acting=acting, base_acting=base[1] if base else 0)
     return samples

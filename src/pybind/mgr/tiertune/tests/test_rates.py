@@ -90,6 +90,41 @@ def test_a_partial_report_is_not_read_as_a_burst(burst):
     assert entry.rates.interval_s == pytest.approx(31)
 
 
+def test_samples_record_how_many_pgs_the_mgr_has_stats_of(burst):
+    _, samples = real_samples(burst)
+    # The recording's pools: 16 PGs of one OSD each, all reported.
+    assert {(s.acting, s.base_acting) for s in samples} == {(16, 16)}
+
+
+def test_stats_that_come_back_are_not_read_as_one_intervals_io(burst):
+    """PGs no OSD has reported to this mgr count as empty: a new mgr whose
+    OSDs were slow to report (it stops waiting after a few stats periods),
+    with no stored sample before them.  When their stats come back (acting
+    up) the interval is not rated: it would hold their whole past."""
+    _, samples = real_samples(burst)
+    before, after = samples[-2], samples[-1]
+    partial = dataclasses.replace(before, counters=PoolCounters(), base=PoolCounters(),
+                                  acting=4, base_acting=16)
+    h = PoolHistory(10)
+    h.add(partial, 0)
+    back = dataclasses.replace(after, mono=before.mono + 30)
+    assert h.add(back, 0).rates is None
+    # then measured as usual
+    later = dataclasses.replace(after, mono=back.mono + 30)
+    assert h.add(later, 0).rates is not None
+
+
+def test_the_base_stats_coming_back_blank_only_the_proxied_figures(burst):
+    _, samples = real_samples(burst)
+    a, b = samples[6], samples[-1]
+    r = derive_rates(dataclasses.replace(a, base_acting=8), b)
+    assert r is not None and r.write_bytes_sec is not None
+    assert r.proxied_write_ops_sec is None
+    # fewer PGs reported than before (an OSD down) blanks nothing
+    r = derive_rates(a, dataclasses.replace(b, acting=12, base_acting=12))
+    assert r is not None and r.proxied_write_ops_sec is not None
+
+
 def test_short_interval_gives_no_rate(burst):
     _, samples = real_samples(burst)
     a = samples[0]
