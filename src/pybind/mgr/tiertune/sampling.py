@@ -161,7 +161,10 @@ def take_samples(get: Getter, tiers: Mapping[int, CacheTier], mono: float,
         if pid not in sums:
             continue
         num_pg, acting, stat_sum = sums[pid]
-        base = sums.get(tier.base_pool_id)
+        # A base with other tiers: their flushes and promotions would read
+        # as this tier's proxied IO.  Without its counters those figures
+        # are unknown, not wrong.
+        base = sums.get(tier.base_pool_id) if not tier.other_tiers else None
         samples[pid] = PoolSample(pool_id=pid, mono=mono, wall=wall, num_pg=num_pg,
                                   counters=PoolCounters.from_stat_sum(stat_sum),
                                   base=PoolCounters.from_stat_sum(base[2]) if base else None,

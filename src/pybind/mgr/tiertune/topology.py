@@ -1,7 +1,7 @@
 """Cache-tier topology and settings, read from the OSD map's pool entries."""
 
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 MICRO = 1_000_000
 POOL_TYPE_ERASURE = 3  # pg_pool_t::TYPE_ERASURE
@@ -64,6 +64,10 @@ class CacheTier:
     # only drains what it holds.
     overlay: bool = True
     overlay_pool: str = ''
+    # The base's other cache tiers (a migration from one tier to another):
+    # their flushes and promotions land in the base's counters too, which
+    # this tier's cannot tell from its own proxied IO (see sampling).
+    other_tiers: Tuple[str, ...] = ()
 
     @property
     def clients_go(self) -> str:
@@ -106,6 +110,10 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
     overlays = {int(p['pool']): (int(p.get('read_tier', -1)), int(p.get('write_tier', -1)))
                 for p in pools}
     erasure = {int(p['pool']) for p in pools if int(p.get('type', 1)) == POOL_TYPE_ERASURE}
+    tiers_of: Dict[int, List[str]] = {}
+    for p in pools:
+        if is_cache_pool(p):
+            tiers_of.setdefault(int(p['tier_of']), []).append(str(p['pool_name']))
     tiers: Dict[int, CacheTier] = {}
     for p in pools:
         if not is_cache_pool(p):
@@ -133,6 +141,7 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             crush_rule=int(p.get('crush_rule', -1)),
             overlay=pid in overlays.get(base_id, (pid, pid)),
             overlay_pool=names.get(overlays.get(base_id, (-1, -1))[0], ''),
+            other_tiers=tuple(sorted(n for n in tiers_of[base_id] if n != p['pool_name'])),
         )
     return tiers
 

@@ -226,6 +226,25 @@ def test_no_proxied_rates_without_base_counters_or_across_a_base_reset(burst):
     assert h.add(later, 0).rates.proxied_write_ops_sec is not None
 
 
+def test_no_proxied_rates_for_a_tier_whose_base_has_another_tier(burst):
+    """A migration from one tier to another: the other tier's flushes and
+    promotions land in the base's counters, which would read as this
+    tier's proxied IO.  Unknown, rather than wrong."""
+    import copy
+    recs = burst['samples']
+    tiers = cache_tiers(recs[0]['inputs']['osd_map'])
+    (pid,) = tiers
+    shared = {pid: dataclasses.replace(tiers[pid], other_tiers=('cache-new',))}
+    h = PoolHistory(10)
+    for rec in recs[5:8]:
+        s = take_samples(RecordingGetter(copy.deepcopy(rec['inputs'])), shared, rec['mono'],
+                         rec['wall'])[pid]
+        assert s.base is None
+        entry = h.add(s, 0)
+    assert entry.rates is not None and entry.rates.proxied_write_ops_sec is None
+    assert entry.rates.write_bytes_sec is not None
+
+
 def test_proxied_rates_sum_exactly_across_reporting_skew(burst):
     # The flush counted (cache OSD) before the base write it caused (slow OSD):
     # one interval shows a negative proxied rate, the next a positive one, and

@@ -26,7 +26,7 @@ def test_cache_pool_and_its_base_from_real_osd_map(burst):
     assert tier.has_target
     assert not tier.base_is_erasure
     assert tier.last_change > 0   # the mon dumps it as a string
-    assert tier.overlay
+    assert tier.overlay and tier.other_tiers == ()
 
 
 def test_base_pool_alone_is_not_a_tier(burst):
@@ -56,6 +56,8 @@ def test_a_tier_whose_base_overlays_another_tier(burst):
     assert tiers[99].overlay
     (tier,) = [t for pid, t in tiers.items() if pid != 99]
     assert not tier.overlay and tier.overlay_pool == 'other'
+    # each is the other's fellow tier of the base
+    assert tier.other_tiers == ('other',) and tiers[99].other_tiers == (tier.pool,)
 
 
 def test_cache_mode_none_is_not_a_cache_pool(burst):
