@@ -10,7 +10,7 @@ and models (estimates), controller (recommendation), actuation and tuner
 import math
 import threading
 import time
-from typing import Any, Deque, Dict, Iterable, List, Optional, Set
+from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 
 from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
@@ -29,7 +29,7 @@ from .state import (
     settings_from_store,
 )
 from .tick_cost import StepClock, TickCosts
-from .topology import CacheTier, cache_tiers, cluster_flags, rule_osds, up_osds
+from .topology import CacheTier, cache_tiers, cluster_flags, rule_osd_ids, up_osds
 from .tuner import Effects, Tuner
 
 SETTINGS_KEY = 'state'
@@ -536,25 +536,41 @@ class Module(Commands, MgrModule):
 
     def _promote_limits(self, tiers: Dict[int, CacheTier],
                         up: int) -> Dict[int, models.PromoteLimits]:
-        """Per cache pool: the per-OSD promote throttle (from the mon's
-        config database) and how many OSDs its CRUSH rule spans.  Read on
-        osd_map changes only: the CRUSH dump is O(OSDs)."""
-        def opt(key: str, default: float) -> float:
-            try:
-                v = self.get_foreign_ceph_option('osd', key)
-                return float(v) if v is not None else default
-            except Exception:
-                return default
-        objects = opt('osd_tier_promote_max_objects_sec', 25.0)
-        nbytes = opt('osd_tier_promote_max_bytes_sec', 5 * 1024 * 1024)
+        """Per cache pool: the per-OSD promote throttle and how many OSDs
+        its CRUSH rule spans.  The throttle as the mon's config database
+        gives it to the first OSD of the pool's rule: a setting for the
+        cache OSDs' device class (`osd/class:ssd`) or for one OSD applies
+        (asked for plain `osd`, the mgr answers for osd.0, whatever its
+        class).  Read on osd_map changes only: the CRUSH dump is O(OSDs)."""
+        read: Dict[str, Tuple[float, float]] = {}
+
+        def throttle(entity: str) -> Tuple[float, float]:
+            if entity not in read:
+                read[entity] = (self._osd_option(entity, 'osd_tier_promote_max_objects_sec',
+                                                 25.0),
+                                self._osd_option(entity, 'osd_tier_promote_max_bytes_sec',
+                                                 5 * 1024 * 1024))
+            return read[entity]
+
         try:
             crush = self.get_osdmap().get_crush().dump() if tiers else {}
         except Exception:
             crush = {}
-        return {pid: models.PromoteLimits(
-                    max_objects_sec_per_osd=objects, max_bytes_sec_per_osd=nbytes,
-                    osds=max(rule_osds(crush, t.crush_rule) or up, 1))
-                for pid, t in tiers.items()}
+        out = {}
+        for pid, t in tiers.items():
+            ids = rule_osd_ids(crush, t.crush_rule)
+            objects, nbytes = throttle(f'osd.{ids[0]}' if ids else 'osd')
+            out[pid] = models.PromoteLimits(max_objects_sec_per_osd=objects,
+                                            max_bytes_sec_per_osd=nbytes,
+                                            osds=max(len(ids) if ids else up, 1))
+        return out
+
+    def _osd_option(self, entity: str, key: str, default: float) -> float:
+        try:
+            v = self.get_foreign_ceph_option(entity, key)
+            return float(v) if v is not None else default
+        except Exception:
+            return default
 
 
 def _newest(records: Deque[DecisionRecord]) -> Optional[DecisionRecord]:

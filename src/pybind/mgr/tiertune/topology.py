@@ -152,9 +152,16 @@ def cluster_flags(osd_map: Mapping[str, Any]) -> FrozenSet[str]:
 
 
 def rule_osds(crush: Mapping[str, Any], rule_id: int) -> Optional[int]:
-    """How many OSDs a CRUSH rule can place data on: those under its first
-    `take` (a device-class rule takes a shadow root such as default~ssd).
-    From one CRUSHMap.dump(); None if the rule or its root is not there."""
+    """How many OSDs a CRUSH rule can place data on (rule_osd_ids)."""
+    ids = rule_osd_ids(crush, rule_id)
+    return None if ids is None else len(ids)
+
+
+def rule_osd_ids(crush: Mapping[str, Any], rule_id: int) -> Optional[List[int]]:
+    """The OSDs a CRUSH rule can place data on, ascending: those under its
+    first `take` (a device-class rule takes a shadow root such as
+    default~ssd).  From one CRUSHMap.dump(); None if the rule or its root
+    is not there."""
     rule = next((r for r in crush.get('rules', []) if r.get('rule_id') == rule_id), None)
     if rule is None:
         return None
@@ -163,7 +170,7 @@ def rule_osds(crush: Mapping[str, Any], rule_id: int) -> Optional[int]:
         return None
     buckets = {b['id']: b for b in crush.get('buckets', [])}
     if take['item'] >= 0:
-        return 1
+        return [int(take['item'])]
     seen: set = set()
     todo = [take['item']]
     while todo:
@@ -175,7 +182,7 @@ def rule_osds(crush: Mapping[str, Any], rule_id: int) -> Optional[int]:
                 seen.add(item['id'])
             else:
                 todo.append(item['id'])
-    return len(seen) if seen or take['item'] in buckets else None
+    return sorted(seen) if seen or take['item'] in buckets else None
 
 
 def up_osds(osd_map: Mapping[str, Any]) -> int:

@@ -2,6 +2,7 @@
 side of ceph-mgr is a stub: see conftest)."""
 
 import copy
+import dataclasses
 import errno
 import itertools
 import json
@@ -1138,3 +1139,47 @@ def test_store_writes_are_made_in_the_order_they_were_taken(burst, make_module,
         tick_write.join(10)
         command.join(10)
     assert json.loads(m.get_store('state'))['pools'][str(pid)]['mode'] == 'on'
+
+
+def test_the_promote_throttle_is_the_one_the_cache_pools_osds_get(burst, make_module):
+    """Asked for plain `osd`, the mgr answers for osd.0, whatever its
+    device class: a throttle set for the cache OSDs' class
+    (`osd/class:ssd`) would be missed when osd.0 is a slow one."""
+
+    from tiertune.topology import cache_tiers
+    m, get = make_module(burst['samples'][0]['inputs'])
+    tiers = cache_tiers(burst['samples'][0]['inputs']['osd_map'])
+    (pid,) = tiers
+    fast = {pid: dataclasses.replace(tiers[pid], crush_rule=1)}    # takes default~ssd
+    asked = []
+
+    def option(entity, key):
+        asked.append(entity)
+        return {'osd.0': 100.0}.get(entity, 1.0)
+
+    # Two device classes' shadow roots, as `ceph osd crush dump` prints them.
+    crush = {'buckets': [{'id': -2, 'name': 'default~ssd', 'items': [{'id': 1}, {'id': 0}]},
+                         {'id': -5, 'name': 'default~hdd', 'items': [{'id': 3}, {'id': 2}]}],
+             'rules': [{'rule_id': 1, 'steps': [{'op': 'take', 'item': -2}]},
+                       {'rule_id': 3, 'steps': [{'op': 'take', 'item': -5}]}]}
+
+    class Crush:
+        def dump(self):
+            return crush
+
+    class OSDMap:
+        def get_crush(self):
+            return Crush()
+
+    m._ceph_get_foreign_option = lambda entity, key: option(entity, key)
+    m.get_osdmap = OSDMap
+    limits = m._promote_limits(fast, up=4)[pid]
+    assert (limits.max_objects_sec_per_osd, limits.osds) == (100.0, 2)
+    assert set(asked) == {'osd.0'}              # the rule's first OSD, once per option
+    slow = {pid: dataclasses.replace(tiers[pid], crush_rule=3)}
+    assert m._promote_limits(slow, up=4)[pid].max_objects_sec_per_osd == 1.0
+    assert asked[-1] == 'osd.2'
+    # no such rule: plain `osd`, and every up OSD
+    none = {pid: dataclasses.replace(tiers[pid], crush_rule=9)}
+    limits = m._promote_limits(none, up=4)[pid]
+    assert asked[-1] == 'osd' and limits.osds == 4
