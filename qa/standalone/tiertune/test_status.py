@@ -250,3 +250,24 @@ def test_a_new_mgr_without_stored_samples_reads_no_burst_from_its_first_stats(cl
     inflow = row['model']['inflow']
     assert inflow['bursts_seen'] == 0 and inflow['state'] != 'burst', inflow
     assert inflow['long_bps'] < past_flush / (20 * TICK_S), inflow
+
+
+def test_the_promote_throttle_set_for_the_cache_osds_class_is_used(cluster):
+    """The throttle as the mon's config database gives it to the cache
+    pool's OSDs (the first OSD of its CRUSH rule, a fast one here): a value
+    for their device class applies.  (Here osd.0 is a fast OSD too, so the
+    unit test is the one that tells the rule's OSD from plain `osd`.)"""
+    fast_osds = cluster.spec.fast_osds      # the cache pool's rule spans them
+    gate = wait_row(cluster, 'a promote gate',
+                    lambda r: (r['model'] or {}).get('promote') is not None)['model']['promote']
+    assert gate['throttle_ops_sec'] == cluster.spec.promote_max_objects_sec * fast_osds
+    cluster.ceph('config', 'set', 'osd/class:ssd', 'osd_tier_promote_max_objects_sec', '7000')
+    try:
+        # Read again on an OSD map change.
+        cluster.ceph('osd', 'set', 'noscrub')
+        cluster.ceph('osd', 'unset', 'noscrub')
+        wait_row(cluster, 'the class\'s throttle',
+                 lambda r: ((r['model'] or {}).get('promote') or {}).get('throttle_ops_sec')
+                 == 7000 * fast_osds)
+    finally:
+        cluster.ceph('config', 'rm', 'osd/class:ssd', 'osd_tier_promote_max_objects_sec')
