@@ -2,6 +2,8 @@
 
 import errno
 import json
+import os
+import signal
 import subprocess
 import time
 
@@ -250,6 +252,72 @@ def test_a_new_mgr_without_stored_samples_reads_no_burst_from_its_first_stats(cl
     inflow = row['model']['inflow']
     assert inflow['bursts_seen'] == 0 and inflow['state'] != 'burst', inflow
     assert inflow['long_bps'] < past_flush / (20 * TICK_S), inflow
+
+
+def _pool_stats(cluster, pool_id):
+    out = json.loads(cluster.ceph('tiertune', 'dump-inputs').stdout)
+    (e,) = [e for e in out['pool_stats']['pool_stats'] if e['poolid'] == pool_id]
+    return e
+
+
+def _inflow_bytes(stats):
+    """What tiertune counts as inflow, cumulatively: flushed bytes, and the
+    dirty bytes as the pool's average object size gives them."""
+    s = stats['stat_sum']
+    avg = s['num_bytes'] / s['num_objects'] if s['num_objects'] else 0
+    return (s['num_flush_kb'] << 10) + s['num_objects_dirty'] * avg
+
+
+def test_stats_an_osd_reports_late_to_a_new_mgr_are_not_read_as_a_burst(cluster):
+    """A fast OSD stopped (SIGSTOP, its own PID) across a failover: the new
+    mgr stops waiting for it after a few stats periods, and its PGs count
+    as empty (acting below pg_num); tiertune samples them so, with no
+    stored samples before.  When the OSD goes on, their stats come back all
+    at once: that interval is not read as IO."""
+    pool_id = cache_row(cluster)['pool_id']
+    pg_num = cache_row(cluster)['agent_pgs']['pg_num']
+    # Dirty data in every PG, the stopped OSD's too.
+    burst = subprocess.run([str(WORKUNITS / 'overwrite_burst.sh'), cluster.spec.base_pool,
+                            '48', str(1 << 20), '16', 'late-osd-test'],
+                           env=cluster.env, capture_output=True, text=True, timeout=600)
+    assert burst.returncode == 0, burst.stderr
+    time.sleep(10)                          # the OSDs report it
+    full = _pool_stats(cluster, pool_id)
+    osd_pid = int(cluster.state['pids']['osd.1'])
+    cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/samples_save_interval', '86400')
+    stopped = False
+    try:
+        keys = json.loads(cluster.ceph('config-key', 'ls').stdout)
+        for key in [k for k in keys if k.startswith('mgr/tiertune/samples/')]:
+            cluster.ceph('config-key', 'rm', key)
+        os.kill(osd_pid, signal.SIGSTOP)
+        stopped = True
+        old = cluster.active_mgr()
+        cluster.ceph('mgr', 'fail', old)
+        cluster.wait_for('another mgr to take over',
+                         lambda: cluster.active_mgr() not in ('', old) and
+                         cluster.ceph('tiertune', 'status', check=False).returncode == 0, 120)
+        wait_row(cluster, 'samples of the PGs reported', lambda r: r['samples'] >= 3)
+        partial = _pool_stats(cluster, pool_id)
+        assert partial['acting'] < pg_num
+        # What would read as one interval's inflow: enough to be a burst.
+        missing = _inflow_bytes(full) - _inflow_bytes(partial)
+        assert missing > 4 << 20, (full['stat_sum'], partial['stat_sum'])
+        os.kill(osd_pid, signal.SIGCONT)
+        stopped = False
+        cluster.wait_for('the OSD\'s stats',
+                         lambda: _pool_stats(cluster, pool_id)['acting'] == pg_num, 120)
+        # Long enough for a run of inflow to have ended (inflow.IDLE_AFTER_S).
+        n = cache_row(cluster)['samples']
+        row = wait_row(cluster, 'samples after the stats came back',
+                       lambda r: r['samples'] >= n + 15 and r['model'] is not None)
+    finally:
+        if stopped:
+            os.kill(osd_pid, signal.SIGCONT)
+        cluster.ceph('config', 'rm', 'mgr', 'mgr/tiertune/samples_save_interval')
+    inflow = row['model']['inflow']
+    assert inflow['bursts_seen'] == 0 and inflow['state'] != 'burst', inflow
+    assert inflow['long_bps'] < missing / (20 * TICK_S), (inflow, missing)
 
 
 def test_the_promote_throttle_set_for_the_cache_osds_class_is_used(cluster):
