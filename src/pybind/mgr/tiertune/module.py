@@ -116,7 +116,7 @@ class Module(Commands, MgrModule):
             try:
                 value = self.get_module_option(name)
                 held = within_bounds(name, value)
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, ArithmeticError) as e:
                 # A value the mgr cannot convert (`config set --force`
                 # skips the mon's check): raised here, it would end serve.
                 self.log.warning('%s: unusable value (%s): keeping %s', name, e,

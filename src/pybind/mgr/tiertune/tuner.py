@@ -181,8 +181,13 @@ class Tuner:
         settled the same way); those after it are abandoned."""
         guard = nullcontext() if guard is None else guard
         for i, change in enumerate(changes):
+            def still_on(pid: int = change.pid) -> bool:
+                # A `mode` command may come while the commands wait for the
+                # mon: no further command once the pool is not `on`.
+                with guard:
+                    return self.settings.effective_mode(pid) == 'on'
             try:
-                result = self.run_change(change, eff)
+                result = self.run_change(change, eff, still_on)
             except BaseException:
                 with guard:
                     for later in changes[i + 1:]:
@@ -376,11 +381,13 @@ class Tuner:
         return PendingChange(pid, tier, decision, tuple(steps), mono, wall)
 
     @classmethod
-    def run_change(cls, change: 'PendingChange', eff: Effects) -> 'ChangeResult':
-        """The change's commands; reads and changes no tuner state."""
+    def run_change(cls, change: 'PendingChange', eff: Effects,
+                   go_on: Callable[[], bool] = lambda: True) -> 'ChangeResult':
+        """The change's commands, each sent only while go_on(); reads and
+        changes no tuner state."""
         path: List[Ratios] = []
         reached, err = cls.apply_ratios(change.tier.pool, change.tier.ratios, change.steps, eff,
-                                        path)
+                                        path, go_on)
         return ChangeResult(reached, err, tuple(path))
 
     def finish_change(self, change: 'PendingChange', result: 'ChangeResult',
@@ -424,7 +431,8 @@ class Tuner:
 
     @staticmethod
     def apply_ratios(pool: str, current: Ratios, steps: Sequence['Step'], eff: Effects,
-                     path: Optional[List[Ratios]] = None) -> Tuple[Ratios, Optional[str]]:
+                     path: Optional[List[Ratios]] = None,
+                     go_on: Callable[[], bool] = lambda: True) -> Tuple[Ratios, Optional[str]]:
         """Run the commands of steps (planned_steps from current: in an
         order that keeps dirty <= dirty_high <= full after every one).
         Stops at the first failure (each prefix is a valid state).  Returns
@@ -434,6 +442,8 @@ class Tuner:
         if path is not None:
             path.append(current)
         for var, value, after in steps:
+            if not go_on():
+                return reached, 'stopped: the pool is no longer in on mode'
             err = eff.pool_set(pool, var, f'{value:.6f}')
             if err is not None:
                 return reached, f'osd pool set {pool} {var} {value:.6f}: {err}'
@@ -462,6 +472,9 @@ class Tuner:
         # As a tick's change: a mgr that takes over part way through finds
         # tiertune's own ratios, not a hand change (PlannedChange).
         ps.planned = PlannedChange((current, *(after for _, _, after in steps)), wall)
+        # warn before the first command, as reset promises: a mgr that takes
+        # over part way through does not go on tuning from where it stopped.
+        mode_before, ps.mode = ps.mode, 'warn'
         eff.save_settings()
         reached, err = self.apply_ratios(tier.pool, current, steps, eff, path)
         ps.planned = None
@@ -469,6 +482,7 @@ class Tuner:
         if moved:
             self.own_changes[pid] = OwnChange(tuple(path), mono)
         if err is not None:
+            ps.mode = mode_before
             if moved:
                 # Part of the way back: recorded as tiertune's own change,
                 # so the next tick does not take it for a hand change.

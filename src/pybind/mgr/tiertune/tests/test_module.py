@@ -344,6 +344,11 @@ def test_an_option_value_the_mgr_cannot_convert_keeps_the_last_one(burst, make_m
     m._ceph_get_module_option = unconvertible
     m.config_notify()
     assert (m.sleep_interval, m.history_size) == (30, 50)
+    # a float the mgr reads, that no int holds
+    m._ceph_get_module_option = lambda mod, key, *a: float('inf') if key == 'sleep_interval' \
+        else None
+    m.config_notify()
+    assert m.sleep_interval == 30
 
 
 def test_history_size_option_resizes(burst, make_module):
@@ -1068,8 +1073,8 @@ def test_commands_answer_while_the_tick_waits_for_the_mon(burst, make_module, mo
     (pid,) = m._tiers
     real = controller.decide
     monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
-        real(inp), action='change', next=Ratios(0.2, 0.6, 0.8),
-        recommended=Ratios(0.2, 0.6, 0.8), reasons=('test: forced',)))
+        real(inp), action='change', next=Ratios(0.2, 0.3, 0.9),
+        recommended=Ratios(0.2, 0.3, 0.9), reasons=('test: forced',)))
     assert m._cmd_mode(pool, 'on').retval == 0
     in_mon, mon_answers, sets = threading.Event(), threading.Event(), []
 
@@ -1093,14 +1098,16 @@ def test_commands_answer_while_the_tick_waits_for_the_mon(burst, make_module, mo
     finally:
         mon_answers.set()
         tick.join(10)
-    assert not tick.is_alive() and sets == [(pool, 'cache_target_dirty_ratio', '0.200000')]
+    # The command in flight completes; no other is sent once the pool is
+    # in warn (of three: full up, then dirty and dirty_high down).
+    assert not tick.is_alive() and sets == [(pool, 'cache_target_full_ratio', '0.900000')]
     ps = m._tuner.settings.pool(pid)
-    assert ps.mode == 'warn' and ps.last_applied == Ratios(0.2, 0.6, 0.8)
+    assert ps.mode == 'warn' and ps.last_applied == Ratios(0.4, 0.6, 0.9)
     assert ps.planned is None and m._changing == set()
     stored = json.loads(m.get_store('state'))['pools'][str(pid)]
     assert stored['mode'] == 'warn' and stored['planned'] is None
-    assert stored['last_applied'] == {'dirty': 0.2, 'dirty_high': 0.6, 'full': 0.8}
-    assert json.loads(m.get_store(f'history/{pid}'))[-1]['result'] == 'applied'
+    assert stored['last_applied'] == {'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.9}
+    assert 'no longer in on mode' in json.loads(m.get_store(f'history/{pid}'))[-1]['result']
     # The pool is no longer being changed: reset goes ahead.
     monkeypatch.setattr(m, '_pool_set', lambda *args: None)
     assert m._cmd_reset(pool).retval == 0

@@ -384,10 +384,10 @@ def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch)
     assert ps.manual_change is None and t.settings.effective_mode(pid) == 'on'
 
 
-def test_a_reset_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(burst):
-    """reset stores its plan before its first `osd pool set`, as a tick's
-    change does: a new mgr that finds the pool part way back to its
-    baseline takes that for tiertune's own, not a hand change."""
+def test_a_reset_cut_short_by_a_failover_leaves_the_pool_in_warn(burst):
+    """reset stores its plan, and the pool's `warn`, before its first `osd
+    pool set`: a new mgr that finds the pool part way back to its baseline
+    neither tunes on from there nor calls it a hand change."""
     from tiertune.state import settings_from_store
     t, mgr, tiers, pid = on_after_a_tick(burst, tick=step_as)
     ps = t.settings.pool(pid)
@@ -414,8 +414,8 @@ def test_a_reset_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(burs
     midway = Ratios(old.dirty, old.dirty_high, 0.9)
     step_as(t2, burst, mgr2, ratios=midway, mono_offset=60)
     ps2 = t2.settings.pool(pid)
-    assert ps2.manual_change is None and t2.settings.effective_mode(pid) == 'on'
-    assert ps2.last_applied == midway and ps2.planned is None
+    assert ps2.manual_change is None and t2.settings.effective_mode(pid) == 'warn'
+    assert mgr2.sets == []
 
 
 class Failover(Exception):
