@@ -339,3 +339,9 @@ def test_the_promote_throttle_set_for_the_cache_osds_class_is_used(cluster):
                  == 7000 * fast_osds)
     finally:
         cluster.ceph('config', 'rm', 'osd/class:ssd', 'osd_tier_promote_max_objects_sec')
+        # Read again on the next OSD map change: later tests see the default.
+        cluster.ceph('osd', 'set', 'noscrub')
+        cluster.ceph('osd', 'unset', 'noscrub')
+        wait_row(cluster, 'the throttle as before',
+                 lambda r: ((r['model'] or {}).get('promote') or {}).get('throttle_ops_sec')
+                 == cluster.spec.promote_max_objects_sec * fast_osds)
