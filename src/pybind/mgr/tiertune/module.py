@@ -194,17 +194,17 @@ class Module(Commands, MgrModule):
                 self.log.info('pool %d: %d samples restored from the store', pid, kept)
 
     def _save_settings_locked(self) -> None:
-        self._stage(SETTINGS_KEY, self._settings_text_locked())
+        self._stage_settings()
         self._write_staged()
 
-    def _settings_text_locked(self) -> str:
+    def _stage_settings(self) -> None:
         text = self._tuner.settings.to_json()
         if len(text) > SETTINGS_MAX_TEXT_BYTES:
             # Several hundred pools with settings of their own: the mon
             # would refuse the value, and Pacific's set_store only logs it.
             self.log.error('stored settings are %d bytes, over the %d the mon takes: '
                            'the store keeps an older copy', len(text), SETTINGS_MAX_TEXT_BYTES)
-        return text
+        self._stage(SETTINGS_KEY, text)
 
     def _save_history(self, pool_id: int) -> None:
         self._stage_history(pool_id)
@@ -255,9 +255,7 @@ class Module(Commands, MgrModule):
     def _staging_effects(self) -> Effects:
         """The tick's: what it would write is staged under the lock and
         written after it (_write_staged)."""
-        return Effects(pool_set=self._pool_set,
-                       save_settings=lambda: self._stage(SETTINGS_KEY,
-                                                         self._settings_text_locked()),
+        return Effects(pool_set=self._pool_set, save_settings=self._stage_settings,
                        save_history=self._stage_history, audit=self._audit,
                        log=self.log.info)
 

@@ -151,12 +151,6 @@ def cluster_flags(osd_map: Mapping[str, Any]) -> FrozenSet[str]:
     return frozenset(f for f in str(osd_map.get('flags', '')).split(',') if f)
 
 
-def rule_osds(crush: Mapping[str, Any], rule_id: int) -> Optional[int]:
-    """How many OSDs a CRUSH rule can place data on (rule_osd_ids)."""
-    ids = rule_osd_ids(crush, rule_id)
-    return None if ids is None else len(ids)
-
-
 def rule_osd_ids(crush: Mapping[str, Any], rule_id: int) -> Optional[List[int]]:
     """The OSDs a CRUSH rule can place data on, ascending: those under its
     first `take` (a device-class rule takes a shadow root such as

@@ -376,7 +376,7 @@ class Tuner:
         # Stored before the first command, so a mgr that takes over part
         # way through knows the ratios it finds are tiertune's (PlannedChange).
         steps = planned_steps(tier.ratios, decision.next)
-        ps.planned = PlannedChange((tier.ratios, *(after for _, _, after in steps)), wall)
+        ps.planned = planned_change(tier.ratios, steps, wall)
         eff.save_settings()
         return PendingChange(pid, tier, decision, tuple(steps), mono, wall)
 
@@ -471,7 +471,7 @@ class Tuner:
         steps = planned_steps(current, baseline)
         # As a tick's change: a mgr that takes over part way through finds
         # tiertune's own ratios, not a hand change (PlannedChange).
-        ps.planned = PlannedChange((current, *(after for _, _, after in steps)), wall)
+        ps.planned = planned_change(current, steps, wall)
         # warn before the first command, as reset promises: a mgr that takes
         # over part way through does not go on tuning from where it stopped.
         mode_before, ps.mode = ps.mode, 'warn'
@@ -555,6 +555,12 @@ def fmt(r: Ratios) -> str:
 # One `osd pool set` of a change: the pool variable, its value, and the
 # pool's ratios after it.
 Step = Tuple[str, float, Ratios]
+
+
+def planned_change(current: Ratios, steps: Sequence[Step], wall: float) -> PlannedChange:
+    """The change steps (planned_steps from current) make, as it is stored
+    before its first command."""
+    return PlannedChange((current, *(after for _, _, after in steps)), wall)
 
 
 def planned_steps(current: Ratios, target: Ratios) -> List[Step]:

@@ -1132,7 +1132,7 @@ def test_store_writes_are_made_in_the_order_they_were_taken(burst, make_module,
         real_set_store(key, text)
 
     monkeypatch.setattr(m, 'set_store', slow_first_write)
-    m._stage('state', m._settings_text_locked())     # taken now, as a tick does
+    m._stage_settings()                              # taken now, as a tick does
     tick_write = threading.Thread(target=m._write_staged)
     tick_write.start()
     try:

@@ -110,13 +110,13 @@ SYNTHETIC_CRUSH = {
 }
 
 
-def test_synthetic_rule_osds_counts_the_class_the_rule_takes():
-    from tiertune.topology import rule_osds
-    assert rule_osds(SYNTHETIC_CRUSH, 0) == 4
-    assert rule_osds(SYNTHETIC_CRUSH, 1) == 2
-    assert rule_osds(SYNTHETIC_CRUSH, 2) is None   # root not in the map
-    assert rule_osds(SYNTHETIC_CRUSH, 7) is None   # no such rule
-    assert rule_osds({}, 1) is None
+def test_synthetic_rule_osd_ids_are_the_class_the_rule_takes():
+    from tiertune.topology import rule_osd_ids
+    assert rule_osd_ids(SYNTHETIC_CRUSH, 0) == [0, 1, 2, 3]
+    assert rule_osd_ids(SYNTHETIC_CRUSH, 1) == [0, 1]
+    assert rule_osd_ids(SYNTHETIC_CRUSH, 2) is None   # root not in the map
+    assert rule_osd_ids(SYNTHETIC_CRUSH, 7) is None   # no such rule
+    assert rule_osd_ids({}, 1) is None
 
 
 def test_crush_rule_of_the_cache_pool(burst):
