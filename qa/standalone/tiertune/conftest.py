@@ -94,3 +94,21 @@ __all__ = [
     'status',
     'wait_row',
 ]
+
+
+def fail_over(c: LocalCluster) -> None:
+    """`ceph mgr fail` the active mgr; returns once another answers tiertune
+    commands."""
+    old = c.active_mgr()
+    c.ceph('mgr', 'fail', old)
+    c.wait_for('another mgr to take over',
+               lambda: c.active_mgr() not in ('', old) and
+               c.ceph('tiertune', 'status', check=False).returncode == 0, 120)
+
+
+def forget_stored_samples(c: LocalCluster) -> None:
+    """Remove tiertune's stored samples, as a mgr down longer than the
+    history's window finds them (none to restore)."""
+    keys = json.loads(c.ceph('config-key', 'ls').stdout)
+    for key in [k for k in keys if k.startswith('mgr/tiertune/samples/')]:
+        c.ceph('config-key', 'rm', key)

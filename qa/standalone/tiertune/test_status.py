@@ -7,7 +7,15 @@ import signal
 import subprocess
 import time
 
-from conftest import TICK_S, WORKUNITS, cache_row, status, wait_row
+from conftest import (
+    TICK_S,
+    WORKUNITS,
+    cache_row,
+    fail_over,
+    forget_stored_samples,
+    status,
+    wait_row,
+)
 
 
 def test_status_json_describes_the_cache_pool(cluster):
@@ -236,14 +244,8 @@ def test_a_new_mgr_without_stored_samples_reads_no_burst_from_its_first_stats(cl
     assert past_flush > 16 << 20, before['counters']
     cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/samples_save_interval', '86400')
     try:
-        keys = json.loads(cluster.ceph('config-key', 'ls').stdout)
-        for key in [k for k in keys if k.startswith('mgr/tiertune/samples/')]:
-            cluster.ceph('config-key', 'rm', key)
-        old = cluster.active_mgr()
-        cluster.ceph('mgr', 'fail', old)
-        cluster.wait_for('another mgr to take over',
-                         lambda: cluster.active_mgr() not in ('', old) and
-                         cluster.ceph('tiertune', 'status', check=False).returncode == 0, 120)
+        forget_stored_samples(cluster)
+        fail_over(cluster)
         # Long enough for a run of inflow to have ended (inflow.IDLE_AFTER_S).
         row = wait_row(cluster, 'a model on the new mgr\'s samples',
                        lambda r: r['samples'] >= 15 and r['model'] is not None)
@@ -287,16 +289,10 @@ def test_stats_an_osd_reports_late_to_a_new_mgr_are_not_read_as_a_burst(cluster)
     cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/samples_save_interval', '86400')
     stopped = False
     try:
-        keys = json.loads(cluster.ceph('config-key', 'ls').stdout)
-        for key in [k for k in keys if k.startswith('mgr/tiertune/samples/')]:
-            cluster.ceph('config-key', 'rm', key)
+        forget_stored_samples(cluster)
         os.kill(osd_pid, signal.SIGSTOP)
         stopped = True
-        old = cluster.active_mgr()
-        cluster.ceph('mgr', 'fail', old)
-        cluster.wait_for('another mgr to take over',
-                         lambda: cluster.active_mgr() not in ('', old) and
-                         cluster.ceph('tiertune', 'status', check=False).returncode == 0, 120)
+        fail_over(cluster)
         wait_row(cluster, 'samples of the PGs reported', lambda r: r['samples'] >= 3)
         partial = _pool_stats(cluster, pool_id)
         assert partial['acting'] < pg_num

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import TICK_S, WORKUNITS, cache_row, wait_row
+from conftest import TICK_S, WORKUNITS, cache_row, fail_over, wait_row
 
 POOL = 'cache'
 BASELINE = {'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8}
@@ -171,11 +171,7 @@ def test_mgr_failover_keeps_bounds_modes_history_and_samples(cluster):
     row = cache_row(cluster)
     before = row['autotune']
     hist = tt_json(cluster, 'history', POOL)['history']
-    old = cluster.active_mgr()
-    cluster.ceph('mgr', 'fail', old)
-    cluster.wait_for('another mgr to take over',
-                     lambda: cluster.active_mgr() not in ('', old) and
-                     tt(cluster, 'status', check=False).returncode == 0, 120)
+    fail_over(cluster)
     new_row = cache_row(cluster)
     after = new_row['autotune']
     for key in ('mode', 'bounds', 'knobs', 'baseline', 'last_applied', 'last_change_time'):
