@@ -34,6 +34,12 @@ TIERTUNE_SLEEP_INTERVAL_S = 10.0
 TIERTUNE_SETTINGS: Dict[str, float] = {'min_interval_s': 0.0}
 
 
+def _reraise(msg: str) -> None:
+    """The tuner's log_error: a pool the module's code cannot fit or decide
+    is a bug a benchmark must stop on, not a line in its output."""
+    raise   # called in the tuner's except block: re-raises its exception
+
+
 class PolicyError(ValueError):
     pass
 
@@ -92,7 +98,7 @@ class TiertuneDriver:
         self.tuner = tt['tuner'].Tuner()
         self.effects = tt['tuner'].Effects(
             pool_set=pool_set, save_settings=lambda: None, save_history=lambda pid: None,
-            audit=log, log=log)
+            audit=log, log=log, log_error=_reraise)
         self.limits_args = (promote_objects_s, promote_bytes_s, osds)
         self.audit: List[str] = []
         # The cache tiers of the last tick, as the module's tick hands them

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
 from .bounds import with_setting
-from .report import format_history, format_table, status_row
+from .report import failure_lines, format_history, format_table, status_row
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
 from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool, pool_ids_by_name
@@ -118,7 +118,8 @@ class Commands:
                                                    'tick': tick}, format), '')
         if not rows:
             return HandleCommandResult(0, 'no cache tier pools\n', '')
-        return HandleCommandResult(0, format_table(rows) + tick_line(tick) + '\n', '')
+        return HandleCommandResult(0, format_table(rows) + failure_lines(rows) + tick_line(tick)
+                                   + '\n', '')
 
     def status_rows(self, osd_map: Dict[str, Any],
                     pool: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -127,7 +128,8 @@ class Commands:
         with self._lock:
             return [status_row(t, self._book.get(pid), now, self._tuner.views.get(pid),
                                self._tuner.settings.pool(pid),
-                               self._tuner.settings.effective_mode(pid))
+                               self._tuner.settings.effective_mode(pid),
+                               self._tuner.failures.get(pid))
                     for pid, t in sorted(tiers.items(), key=lambda kv: kv[1].pool)
                     if pool is None or t.pool == pool]
 

@@ -9,7 +9,7 @@ from .predictions import Band
 from .report import fmt_bytes
 from .state import Settings
 from .topology import CacheTier
-from .tuner import PoolView
+from .tuner import PoolFailure, PoolView
 
 # Ticks that fail in a row before it is raised: one failure can be a mon
 # election or a stats report in the middle of an update; three at the
@@ -106,12 +106,15 @@ def predicted_full(view: PoolView, horizon_s: float) -> Optional[Band]:
 
 def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   settings: Settings, hold: Optional[FullRiskHold] = None,
-                  mono: float = 0.0) -> Dict[str, Any]:
-    """TIERTUNE_NO_TARGET, TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK for
-    the pools tiertune looks at (mode warn or on).  hold: the module's
-    FullRiskHold, with the tick's monotonic time (mono), keeps a pool's
-    full-risk check raised FULL_RISK_CLEAR_S after its last raise."""
+                  mono: float = 0.0,
+                  failures: Optional[Mapping[int, PoolFailure]] = None) -> Dict[str, Any]:
+    """TIERTUNE_NO_TARGET, TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK and
+    TIERTUNE_POOL_FAILED for the pools tiertune looks at (mode warn or on).
+    hold: the module's FullRiskHold, with the tick's monotonic time (mono),
+    keeps a pool's full-risk check raised FULL_RISK_CLEAR_S after its last
+    raise.  failures: the tuner's, by pool."""
     no_target: List[str] = []
+    failed: List[str] = []
     full_risk: Dict[int, str] = {}
     blocked: List[str] = []
     by_name = sorted(tiers.items(), key=lambda kv: kv[1].pool)
@@ -119,6 +122,9 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         if not tier.has_target:
             no_target.append(f'pool {tier.pool} has no target_max_bytes/objects: its agent '
                              f'never flushes or evicts, and writes block once it fills')
+        failure = (failures or {}).get(pid)
+        if failure is not None and failure.ticks >= TICK_FAILURES_WARN:
+            failed.append(pool_failed_line(tier.pool, failure))
         view = views.get(pid)
         if view is None:
             continue
@@ -150,7 +156,18 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
     if blocked:
         checks['TIERTUNE_BOUNDS_BLOCK'] = _check(
             f'{len(blocked)} cache pool(s) need a change their tiertune bounds forbid', blocked)
+    if failed:
+        checks['TIERTUNE_POOL_FAILED'] = _check(
+            f'{len(failed)} cache pool(s) tiertune cannot fit or decide: left as they are',
+            failed)
     return checks
+
+
+def pool_failed_line(pool: str, failure: PoolFailure) -> str:
+    since = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(failure.since_wall))
+    return (f'pool {pool}: every tick since {since} ({failure.ticks}) failed to fit or '
+            f'decide it: {failure.error} (the mgr log has the traceback); its ratios are '
+            f'left as they are, the other pools are tuned')
 
 
 def tick_failed_check(failures: int, since_wall: float, error: str) -> Dict[str, Any]:

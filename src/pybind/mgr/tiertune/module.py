@@ -250,14 +250,14 @@ class Module(Commands, MgrModule):
         """A command's: it writes the store as it goes, under the lock."""
         return Effects(pool_set=self._pool_set, save_settings=self._save_settings_locked,
                        save_history=self._save_history, audit=self._audit,
-                       log=self.log.info)
+                       log=self.log.info, log_error=self.log.exception)
 
     def _staging_effects(self) -> Effects:
         """The tick's: what it would write is staged under the lock and
         written after it (_write_staged)."""
         return Effects(pool_set=self._pool_set, save_settings=self._stage_settings,
                        save_history=self._stage_history, audit=self._audit,
-                       log=self.log.info)
+                       log=self.log.info, log_error=self.log.exception)
 
     # ----- the loop --------------------------------------------------------------
     def notify(self, notify_type: NotifyType, notify_id: str) -> None:
@@ -391,7 +391,7 @@ class Module(Commands, MgrModule):
         clock.mark('changes')
         with self._lock:
             checks = health_checks(active, self._tuner.views, self._tuner.settings,
-                                   self._full_risk, mono)
+                                   self._full_risk, mono, self._tuner.failures)
             calls = self._progress_calls(active, levels, before, mono)
         self._tick_checks = checks
         self._send_progress(calls)

@@ -8,13 +8,18 @@ from .rates import PoolHistory
 from .sampling import agent_levels
 from .state import PoolState
 from .topology import CacheTier
+from .tuner import PoolFailure
 
 
 def status_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float,
                view: Any = None, ps: Optional[PoolState] = None,
-               mode: str = 'warn') -> Dict[str, Any]:
+               mode: str = 'warn', failure: Optional[PoolFailure] = None) -> Dict[str, Any]:
     row = _levels_row(tier, hist, now_mono)
     row['autotune'] = _autotune(ps, mode)
+    # Set while the pool's fit or decision raises (it then has no view).
+    row['error'] = (None if failure is None else
+                    {'error': failure.error, 'since': failure.since_wall,
+                     'ticks': failure.ticks})
     row['recommended'] = None
     row['decision'] = None
     row['model'] = None
@@ -158,6 +163,18 @@ def _table_cells(row: Dict[str, Any]) -> List[str]:
         f'{hs["type"]} {hs["count"]}x{hs["period_s"]}s',
         '-' if row['sample_age_s'] is None else f'{row["sample_age_s"]:.0f}s',
     ]
+
+
+def failure_lines(rows: List[Dict[str, Any]]) -> str:
+    """A line under the table for each pool tiertune could not fit or decide."""
+    lines = []
+    for r in rows:
+        e = r.get('error')
+        if e:
+            since = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e['since']))
+            lines.append(f'pool {r["pool"]}: not fitted or decided, {e["ticks"]} tick(s) since '
+                         f'{since}: {e["error"]} (see the mgr log)\n')
+    return ''.join(lines)
 
 
 def _dhf(r: Dict[str, float]) -> str:

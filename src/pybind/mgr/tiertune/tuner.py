@@ -65,6 +65,18 @@ class Effects:
     save_history: Callable[[int], None]
     audit: Callable[[str], None]
     log: Callable[[str], None] = print
+    # A pool that could not be fitted or decided, called in the except
+    # block (the module's logs the traceback; the simulator's raises).
+    log_error: Callable[[str], None] = print
+
+
+@dataclass(frozen=True)
+class PoolFailure:
+    """A pool whose fit or decision raised, ticks in a row: it is left as
+    it is (no view, no change) while the other pools are tuned."""
+    error: str          # the latest, 'TypeName: message'
+    since_wall: float   # the first tick of the run
+    ticks: int
 
 
 class PoolView:
@@ -159,6 +171,8 @@ class Tuner:
     # Per pool, tiertune's last change to it (see OwnChange).  In memory
     # only: a new mgr starts from a map newer than any change made.
     own_changes: Dict[int, 'OwnChange'] = field(default_factory=dict)
+    # Per pool whose last tick's fit or decision raised (see PoolFailure).
+    failures: Dict[int, PoolFailure] = field(default_factory=dict)
 
     def history(self, pool_id: int) -> Deque[DecisionRecord]:
         if pool_id not in self.histories:
@@ -203,11 +217,15 @@ class Tuner:
         planned (stored before its first command, see PlannedChange) but
         not made: run_change makes one, finish_change records it.  The
         module runs the commands without its lock (each is a mon round
-        trip, and every mgr module's commands share one thread)."""
+        trip, and every mgr module's commands share one thread).  A pool
+        whose fit or decision raises is left out (see PoolFailure): one
+        pool's odd samples must not stop the tuning of every other."""
         for pid in [p for p in self.views if p not in tiers]:
             del self.views[pid]
         for pid in [p for p in self.series if p not in tiers]:
             del self.series[pid]
+        for pid in [p for p in self.failures if p not in tiers]:
+            del self.failures[pid]
         pools = list(tiers.items())
         changes: List[PendingChange] = []
         for first in range(0, len(pools), FIT_BATCH):
@@ -225,24 +243,75 @@ class Tuner:
         # Fitting is pure, so the decisions and their effects come in the
         # same order, on the same models, as pool by pool.  The promote
         # gates wait until status or eval reads a model (see PoolView).
-        fitted = models.fit_pools_deferred(jobs)
-        for (pid, tier), job, (model, gate) in zip(pools, jobs, fitted, strict=True):
+        fitted: Sequence[Optional[Tuple[models.PoolModel, models.DeferredGate]]]
+        try:
+            fitted = models.fit_pools_deferred(jobs)
+        except Exception:
+            # One pool's samples made an estimate raise: each pool of the
+            # batch alone, so that only that one goes untuned.
+            fitted = [self._fit_alone(pid, job, eff, wall)
+                      for (pid, _), job in zip(pools, jobs, strict=True)]
+        for (pid, tier), job, fit in zip(pools, jobs, fitted, strict=True):
+            if fit is None:
+                continue
+            try:
+                change = self._decide_pool(pid, tier, job, fit, flags, sleep_interval, eff,
+                                           mono, wall)
+            except Exception as e:
+                self._failed(pid, e, eff, wall)
+                continue
+            self.failures.pop(pid, None)
+            if change is not None:
+                changes.append(change)
+
+    def _fit_alone(self, pid: int, job: models.FitJob, eff: Effects, wall: float
+                   ) -> Optional[Tuple[models.PoolModel, models.DeferredGate]]:
+        """The pool's fit, or None when it raises (recorded: _failed).  A
+        pool whose SeriesCache the batch already brought up to its history
+        is not changed again (update follows by entry identity)."""
+        try:
+            return models.fit_pools_deferred([job])[0]
+        except Exception as e:
+            self._failed(pid, e, eff, wall)
+            return None
+
+    def _failed(self, pid: int, e: Exception, eff: Effects, wall: float) -> None:
+        """A pool's fit or decision raised (called in the except block).
+        Its view goes (status must not show an old decision as this
+        tick's), and its arrays: the next tick rebuilds them whole from the
+        history, so an update cut short leaves nothing behind.  Logged when
+        the error is new, not every tick it repeats."""
+        self.views.pop(pid, None)
+        self.series.pop(pid, None)
+        error = f'{type(e).__name__}: {e}'
+        was = self.failures.get(pid)
+        if was is None or was.error != error:
+            eff.log_error(f'pool {pid}: could not be fitted or decided ({error}); '
+                          f'it is left as it is, the other pools are tuned')
+        self.failures[pid] = PoolFailure(error, was.since_wall if was else wall,
+                                         was.ticks + 1 if was else 1)
+
+    def _decide_pool(self, pid: int, tier: CacheTier, job: models.FitJob,
+                     fit: Tuple[models.PoolModel, models.DeferredGate], flags: Sequence[str],
+                     sleep_interval: float, eff: Effects, mono: float,
+                     wall: float) -> Optional['PendingChange']:
+        """One pool's decision on its model, and its change when in `on`."""
+        model, gate = fit
+        mode = self.settings.effective_mode(pid)
+        if mode == 'on':
+            self._notice_manual_change(pid, tier, eff, mono, wall)
             mode = self.settings.effective_mode(pid)
-            if mode == 'on':
-                self._notice_manual_change(pid, tier, eff, mono, wall)
-                mode = self.settings.effective_mode(pid)
-            if mode == 'on':
-                self._adopt(pid, tier, eff, mono)
-            # The newest entry's levels, as fit_pools computed them; the
-            # model's promote gate pending: the law does not read it.
-            inp = self._controller_input(pid, tier, model, self.series[pid].levels,
-                                         job.history, flags, sleep_interval, mono, wall)
-            decision = controller.decide(inp)
-            self.views[pid] = PoolView(model, decision, mode, gate)
-            if mode == 'on' and decision.action == 'change':
-                change = self._plan(pid, tier, decision, eff, mono, wall)
-                if change is not None:
-                    changes.append(change)
+        if mode == 'on':
+            self._adopt(pid, tier, eff, mono)
+        # The newest entry's levels, as fit_pools computed them; the
+        # model's promote gate pending: the law does not read it.
+        inp = self._controller_input(pid, tier, model, self.series[pid].levels,
+                                     job.history, flags, sleep_interval, mono, wall)
+        decision = controller.decide(inp)
+        self.views[pid] = PoolView(model, decision, mode, gate)
+        if mode == 'on' and decision.action == 'change':
+            return self._plan(pid, tier, decision, eff, mono, wall)
+        return None
 
     def _controller_input(self, pid: int, tier: CacheTier, model: models.PoolModel,
                           levels: Optional[AgentLevels], entries: Sequence[HistoryEntry],

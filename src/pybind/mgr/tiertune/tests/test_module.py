@@ -72,6 +72,7 @@ def test_status_json_has_every_field(burst, make_module):
                               'min_write_recency': spec['min_write_recency_for_promote']}
     assert row['samples'] == len(burst['samples'])
     assert row['sample_age_s'] is not None and row['sample_age_s'] >= 0
+    assert row['error'] is None
 
 
 def test_status_reports_what_the_ticks_cost(burst, make_module):
@@ -603,6 +604,47 @@ def test_ticks_failing_in_a_row_raise_a_health_check_until_one_runs(burst, make_
     get.inputs = good
     m.tick()
     assert set(m.health) == {'TIERTUNE_NO_TARGET'}
+
+
+def test_a_pool_tiertune_cannot_fit_is_named_in_status_and_health_the_tick_runs_on(
+        burst, make_module, monkeypatch):
+    """A pool whose fit raises (here made to) is not a failed tick: the tick
+    runs to the end for the other pools, status shows the pool's error
+    (json and plain), and TIERTUNE_POOL_FAILED is raised after
+    TICK_FAILURES_WARN ticks in a row and cleared by the first that fits it."""
+    from tiertune import models
+    from tiertune.health import TICK_FAILURES_WARN
+    real, broken = models._inflow, [True]
+
+    def inflow(*args):
+        if broken[0]:
+            raise ZeroDivisionError('test: odd samples')
+        return real(*args)
+    monkeypatch.setattr(models, '_inflow', inflow)
+    recs = burst['samples']
+    m, get = make_module(recs[0]['inputs'])
+    for n, rec in enumerate(recs[:TICK_FAILURES_WARN], 1):
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])      # does not raise
+        assert ('TIERTUNE_POOL_FAILED' in m.health) == (n == TICK_FAILURES_WARN), n
+    assert 'TIERTUNE_TICK_FAILED' not in m.health and m._failed_ticks == 0
+    (detail,) = m.health['TIERTUNE_POOL_FAILED']['detail']
+    pool = burst['spec']['cache_pool']
+    assert detail.startswith(f'pool {pool}:') and 'ZeroDivisionError: test: odd samples' in detail
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['error'] == {'error': 'ZeroDivisionError: test: odd samples',
+                            'since': recs[0]['wall'], 'ticks': TICK_FAILURES_WARN}
+    assert row['decision'] is None and row['samples'] == TICK_FAILURES_WARN
+    assert f'pool {pool}: not fitted or decided, {TICK_FAILURES_WARN} tick(s)' in \
+        m._cmd_status().stdout
+    broken[0] = False
+    rec = recs[TICK_FAILURES_WARN]
+    get.inputs = rec['inputs']
+    m.tick(rec['mono'], rec['wall'])
+    assert 'TIERTUNE_POOL_FAILED' not in m.health
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['error'] is None and row['decision'] is not None
+    assert 'not fitted' not in m._cmd_status().stdout
 
 
 def idle_minute_then_the_burst(burst):

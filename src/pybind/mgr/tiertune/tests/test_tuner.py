@@ -533,3 +533,91 @@ def test_a_plan_left_long_before_does_not_cover_ratios_set_by_hand_since(burst, 
     step_as(t, burst, mgr, ratios=midway, mono_offset=600)    # ten minutes on
     assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
     assert ps.planned is None and mgr.sets == []
+
+
+# ----- one pool that cannot be fitted or decided --------------------------------
+
+def two_tiers(burst):
+    """The recording's tier and a copy of it, pool 'other' with the same
+    samples: (tiers, book, mono, wall, its id, the copy's)."""
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    other = pid + 100
+    tiers = {pid: tiers[pid], other: dataclasses.replace(tiers[pid], pool_id=other, pool='other')}
+    book.restore(other, book.saved_entries(pid))
+    return tiers, book, mono, wall, pid, other
+
+
+def fit_raises_for(monkeypatch, broken):
+    """The inflow estimate raises for the pools named in the set broken
+    (as an unforeseen sample might make it); the set can be changed later."""
+    from tiertune import models
+    real = models._inflow
+
+    def inflow(s, tier, levels):
+        if tier.pool in broken:
+            raise ZeroDivisionError('test: odd samples')
+        return real(s, tier, levels)
+    monkeypatch.setattr(models, '_inflow', inflow)
+
+
+def test_a_pool_whose_fit_raises_is_left_as_it_is_and_the_others_are_tuned(burst,
+                                                                             monkeypatch):
+    tiers, book, mono, wall, pid, other = two_tiers(burst)
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    broken = {'other'}
+    fit_raises_for(monkeypatch, broken)
+    logged: List[str] = []
+    eff = dataclasses.replace(mgr.effects(), log_error=logged.append)
+    for tick in range(2):
+        t.step(tiers, book, [], {}, 3.0, eff, mono + tick, wall + tick)
+    # the other pool (fitted in the same batch) got its change; the broken one nothing
+    assert mgr.sets and {p for p, _, _ in mgr.sets} == {tiers[pid].pool}
+    assert pid in t.views and other not in t.views and pid not in t.failures
+    f = t.failures[other]
+    assert (f.error, f.since_wall, f.ticks) == ('ZeroDivisionError: test: odd samples', wall, 2)
+    (line,) = logged    # once while the same error repeats
+    assert f'pool {other}' in line and 'odd samples' in line
+    broken.clear()      # the samples that upset it are gone
+    t.step(tiers, book, [], {}, 3.0, eff, mono + 2, wall + 2)
+    assert other in t.views and other not in t.failures
+    assert 'other' in {p for p, _, _ in mgr.sets}
+
+
+def test_a_pool_whose_decision_raises_is_left_out_of_the_ticks_changes(burst, monkeypatch):
+    tiers, book, mono, wall, pid, other = two_tiers(burst)
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    real = Tuner._controller_input
+
+    def controller_input(self, p, *args):
+        if p == pid:    # the first pool of the batch: the one after it is still decided
+            raise KeyError('test')
+        return real(self, p, *args)
+    monkeypatch.setattr(Tuner, '_controller_input', controller_input)
+    logged: List[str] = []
+    changes = t.decide(tiers, book, [], {}, 3.0,
+                       dataclasses.replace(mgr.effects(), log_error=logged.append), mono, wall)
+    assert [c.pid for c in changes] == [other]
+    assert set(t.views) == {other} and set(t.failures) == {pid}
+    assert t.failures[pid].error == "KeyError: 'test'" and len(logged) == 1
+
+
+def test_a_fit_that_raised_part_way_leaves_no_half_updated_arrays(burst, monkeypatch):
+    """The pool's arrays are rebuilt from its history after a failure: its
+    model is then the one a fit of the whole history gives."""
+    from tiertune import models
+    tiers, book, mono, wall, pid, other = two_tiers(burst)
+    t, mgr = Tuner(), FakeMgr()
+    broken = {'other'}
+    fit_raises_for(monkeypatch, broken)
+    eff = dataclasses.replace(mgr.effects(), log_error=lambda m: None)
+    t.step(tiers, book, [], {}, 3.0, eff, mono, wall)
+    assert other not in t.series
+    broken.clear()
+    t.step(tiers, book, [], {}, 3.0, eff, mono + 1, wall + 1)
+    alone = models.fit(book.get(other).entries, tiers[other])
+    assert t.views[other].model == alone
