@@ -1232,3 +1232,34 @@ def test_the_promote_throttle_is_the_one_the_cache_pools_osds_get(burst, make_mo
     none = {pid: dataclasses.replace(tiers[pid], crush_rule=9)}
     limits = m._promote_limits(none, up=4)[pid]
     assert asked[-1] == 'osd' and limits.osds == 4
+
+
+def test_a_ticks_change_is_in_the_store_before_its_first_command(burst, make_module,
+                                                                  monkeypatch):
+    """The tick stores its plan (the settings' `planned`) before the first
+    `osd pool set`: a mgr that fails over part way through finds the plan,
+    and takes the ratios it meets as tiertune's own, not a hand change."""
+    import dataclasses
+
+    from tiertune import controller
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    pool = burst['spec']['cache_pool']
+    m, get = run_ticks(make_module, recs[:6])
+    (pid,) = m._tiers
+    real = controller.decide
+    monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
+        real(inp), action='change', next=Ratios(0.2, 0.3, 0.9),
+        recommended=Ratios(0.2, 0.3, 0.9), reasons=('test: forced',)))
+    assert m._cmd_mode(pool, 'on').retval == 0
+    stored_at_each_set = []
+
+    def pool_set(*args):
+        stored_at_each_set.append(json.loads(m.get_store('state'))['pools'][str(pid)]['planned'])
+    monkeypatch.setattr(m, '_pool_set', pool_set)
+    m.tick(recs[6]['mono'], recs[6]['wall'])
+    assert len(stored_at_each_set) == 3
+    first = stored_at_each_set[0]
+    assert first is not None and first['wall'] == recs[6]['wall']
+    assert [ratios_from_dict(r) for r in first['path']][-1] == Ratios(0.2, 0.3, 0.9)
+    assert json.loads(m.get_store('state'))['pools'][str(pid)]['planned'] is None   # done

@@ -621,3 +621,34 @@ def test_a_fit_that_raised_part_way_leaves_no_half_updated_arrays(burst, monkeyp
     t.step(tiers, book, [], {}, 3.0, eff, mono + 1, wall + 1)
     alone = models.fit(book.get(other).entries, tiers[other])
     assert t.views[other].model == alone
+
+
+def test_changes_after_one_whose_commands_raise_are_no_longer_planned(burst, monkeypatch):
+    """Both pools' changes are planned (stored) before any command; the first
+    pool's raises part way (a failover): it stays planned, for the next
+    mgr to settle; the second's never started, and is stored as not planned."""
+    from tiertune.state import settings_from_store
+    tiers, book, mono, wall, pid, other = two_tiers(burst)
+    t = Tuner()
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    stored: List[str] = []
+    sets: List[str] = []
+
+    def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+        if sets:
+            raise Failover()
+        sets.append(pool)
+        return None
+    eff = Effects(pool_set=pool_set, save_settings=lambda: stored.append(t.settings.to_json()),
+                  save_history=lambda pid: None, audit=lambda m: None, log=lambda m: None)
+    changes = t.decide(tiers, book, [], {}, 3.0, eff, mono, wall)
+    assert [c.pid for c in changes] == [pid, other]
+    planned, _ = settings_from_store(stored[-1])
+    assert planned.pool(pid).planned is not None and planned.pool(other).planned is not None
+    with pytest.raises(Failover):
+        t.make_changes(changes, eff)
+    assert sets == [tiers[pid].pool]
+    after, _ = settings_from_store(stored[-1])
+    assert after.pool(pid).planned is not None and after.pool(other).planned is None
+    assert after.pool(other).last_applied == tiers[other].ratios     # nothing set there
