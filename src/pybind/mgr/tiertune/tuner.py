@@ -350,9 +350,20 @@ class Tuner:
         inp = self._controller_input(pid, tier, model, levels, entries, flags,
                                      sleep_interval, mono, wall)
         mode = self.settings.effective_mode(pid)
-        if mode == 'on' and self._set_before_a_hand_change(pid, tier, mono) is not None:
+        if (mode == 'on' and self._set_before_a_hand_change(pid, tier, mono) is not None
+                and self._planned_reached(pid, tier, wall) is None):
             mode = 'warn'
         return PoolView(model, controller.decide(inp), mode)
+
+    def _planned_reached(self, pid: int, tier: CacheTier, wall: float) -> Optional[Ratios]:
+        """The step of the pool's planned change its ratios are at, if any
+        (and the plan is recent enough to settle): a change under way (its
+        commands sent, not yet recorded) or one a failover cut short, which
+        the next tick takes as tiertune's own (_settle_planned)."""
+        planned = self.settings.pool(pid).planned
+        if planned is None or wall - planned.wall >= PLANNED_SETTLE_S:
+            return None
+        return planned.reached(tier.ratios)
 
     def _set_before_a_hand_change(self, pid: int, tier: CacheTier,
                                   mono: float) -> Optional[Ratios]:
@@ -421,8 +432,8 @@ class Tuner:
             # No command shows yet: the map may be behind a command made
             # (an in-flight one from the old mgr, or one before an error).
             return
+        reached = self._planned_reached(pid, tier, wall)
         ps.planned = None
-        reached = planned.reached(tier.ratios) if wall - planned.wall < PLANNED_SETTLE_S else None
         if reached is not None and not (ps.last_applied and same(ps.last_applied, reached)):
             ps.last_applied = tier.ratios
             ps.last_change_wall = planned.wall

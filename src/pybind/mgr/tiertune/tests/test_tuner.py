@@ -652,3 +652,20 @@ def test_changes_after_one_whose_commands_raise_are_no_longer_planned(burst, mon
     after, _ = settings_from_store(stored[-1])
     assert after.pool(pid).planned is not None and after.pool(other).planned is None
     assert after.pool(other).last_applied == tiers[other].ratios     # nothing set there
+
+
+def test_eval_during_a_change_under_way_says_on_not_warn(burst, monkeypatch):
+    """While the tick's commands wait for the mon, the OSD map already shows
+    the first of them: eval must not call that a hand change (the tick
+    records it as its own a moment later); ratios off the plan's path are."""
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    (change,) = t.decide(tiers, book, [], {}, 3.0, mgr.effects(), mono, wall)
+    path = t.settings.pool(pid).planned.path
+    midway = dataclasses.replace(tiers[pid], ratios=path[1])
+    assert t.evaluate(pid, midway, book, [], {}, 3.0, mono + 1, wall + 1).mode == 'on'
+    by_hand = dataclasses.replace(tiers[pid], ratios=Ratios(0.5, 0.6, 0.8))
+    assert t.evaluate(pid, by_hand, book, [], {}, 3.0, mono + 1, wall + 1).mode == 'warn'
