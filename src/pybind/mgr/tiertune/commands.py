@@ -239,13 +239,21 @@ class Commands:
                                            f'a cache tier); try again in a moment')
             # Decided now, on the OSD map just read and the samples held: a
             # target, a ratio or a bound set since the last tick shows at once.
-            view = self._tuner.evaluate(tier.pool_id, tier, self._book,
-                                        sorted(cluster_flags(osd_map)), self._limits,
-                                        float(self.sleep_interval), time.monotonic(),
-                                        time.time())
-            out: Dict[str, Any] = {'pool': pool, 'mode': view.mode,
-                                   'decision': view.decision.as_dict(),
-                                   'model': view.model.as_dict()}
+            try:
+                view = self._tuner.evaluate(tier.pool_id, tier, self._book,
+                                            sorted(cluster_flags(osd_map)), self._limits,
+                                            float(self.sleep_interval), time.monotonic(),
+                                            time.time())
+                out: Dict[str, Any] = {'pool': pool, 'mode': view.mode,
+                                       'decision': view.decision.as_dict(),
+                                       'model': view.model.as_dict()}
+            except Exception as e:
+                # As the tick leaves such a pool out (TIERTUNE_POOL_FAILED).
+                self.log.exception('tiertune eval %s', pool)
+                return HandleCommandResult(-errno.EIO, '',
+                                           f'{pool}: could not be fitted or decided: '
+                                           f'{type(e).__name__}: {e} (the mgr log has the '
+                                           f'traceback)')
         d: Dict[str, Any] = out['decision']
         lines = [f'pool {pool} (mode {out["mode"]}): {d["action"]}',
                  f'  current     {_r(d["current"])}',

@@ -174,7 +174,13 @@ class DeferredGate:
         self._s, self._tier, self._limits, self._levels = s, tier, limits, levels
 
     def __call__(self) -> PromoteGate:
-        return _promote(self._s, self._tier, self._limits, self._levels)
+        try:
+            return _promote(self._s, self._tier, self._limits, self._levels)
+        except Exception as e:
+            # Only status and eval show the gate (the law never reads it):
+            # an error in it must not fail them for every pool.
+            return dataclasses.replace(PROMOTE_PENDING, limiter='unknown',
+                                       detail=f'not computed: {type(e).__name__}: {e}')
 
 
 def fit_pools_deferred(jobs: Sequence[FitJob]) -> List[Tuple[PoolModel, DeferredGate]]:

@@ -637,6 +637,8 @@ def test_a_pool_tiertune_cannot_fit_is_named_in_status_and_health_the_tick_runs_
     assert row['decision'] is None and row['samples'] == TICK_FAILURES_WARN
     assert f'pool {pool}: not fitted or decided, {TICK_FAILURES_WARN} tick(s)' in \
         m._cmd_status().stdout
+    r = m._cmd_eval(pool)
+    assert r.retval == -errno.EIO and 'ZeroDivisionError: test: odd samples' in r.stderr
     broken[0] = False
     rec = recs[TICK_FAILURES_WARN]
     get.inputs = rec['inputs']
@@ -645,6 +647,27 @@ def test_a_pool_tiertune_cannot_fit_is_named_in_status_and_health_the_tick_runs_
     (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
     assert row['error'] is None and row['decision'] is not None
     assert 'not fitted' not in m._cmd_status().stdout
+
+
+def test_an_error_in_the_promote_gate_fails_neither_status_nor_eval(burst, make_module,
+                                                                     monkeypatch):
+    """The promote gate is computed when status or eval shows it (the law
+    never reads it): an error in it shows as the gate's detail."""
+    from tiertune import models
+
+    def promote(*args):
+        raise ValueError('test: gate')
+    monkeypatch.setattr(models, '_promote', promote)
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    r = m._cmd_status(format='json')
+    assert r.retval == 0
+    (row,) = json.loads(r.stdout)['pools']
+    assert row['model']['promote']['limiter'] == 'unknown'
+    assert row['model']['promote']['detail'] == 'not computed: ValueError: test: gate'
+    assert row['decision'] is not None and m._cmd_status().retval == 0
+    r = m._cmd_eval(pool, format='json')
+    assert r.retval == 0 and json.loads(r.stdout)['model']['promote']['limiter'] == 'unknown'
 
 
 def idle_minute_then_the_burst(burst):
