@@ -6,6 +6,7 @@ input is valid.
 """
 
 import errno
+import logging
 import json
 import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
@@ -66,6 +67,7 @@ class Commands:
         _tick_costs: TickCosts
         _limits: Dict[int, PromoteLimits]
         sleep_interval: int
+        log: logging.Logger
 
         def get(self, data_name: str) -> Any: ...
         def _save_settings_locked(self) -> None: ...
