@@ -6,8 +6,8 @@ input is valid.
 """
 
 import errno
-import logging
 import json
+import logging
 import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 
