@@ -24,9 +24,10 @@ repeat, the first an online policy has seen a repeat before).  The
 cluster's pool counters come from `pg dump pools` once a second, and the
 OSDs report PG stats every mgr_stats_period (cluster_backend sets it), so
 a row can hold two reports or none; the sums over the phase are what to
-compare.  The simulator counts client writes that land in the cache; the
-cluster's num_write counts every write op the cache pool served, so only
-flushes, evictions and the levels compare directly.  Session 14 used it on
+compare.  The simulator counts client writes that land in the cache and,
+as the OSD does, each eviction as a write of 0 kb; the cluster's
+num_write counts every write op the cache pool served, so only flushes,
+evictions and the levels compare directly.  Session 14 used it on
 overflow-4m-fio-cluster (bench-results/cluster/overrun-rule.md).
 """
 

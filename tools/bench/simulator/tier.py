@@ -542,6 +542,8 @@ class TierSim:
             c['num_flush_kb'] += nflush * S / 1024
             c['num_evict'] += nevict
             c['num_evict_kb'] += nevict * S / 1024
+            # As the OSD counts them: each eviction is also a write of 0 kb.
+            c['num_write'] += nevict
             b = self.totals.base
             b['num_write'] += nflush
             b['num_write_kb'] += nflush * S / 1024

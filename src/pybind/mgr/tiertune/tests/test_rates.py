@@ -54,6 +54,22 @@ def test_rates_over_a_real_burst(burst):
         assert cur.rates.interval_s == pytest.approx(dt)
 
 
+def test_evictions_are_not_client_writes(burst):
+    """The OSD counts each eviction as a write of 0 kb: in the recording an
+    interval of the drain, with no client IO, has 11 writes, 0 kb and 11
+    evictions; the burst's third interval 20 writes of 1 MiB and 12."""
+    tier, samples = real_samples(burst)
+    by_delta = {}
+    for prev, cur in itertools.pairwise(samples):
+        d = (cur.counters.num_write - prev.counters.num_write,
+             cur.counters.num_write_kb - prev.counters.num_write_kb,
+             cur.counters.num_evict - prev.counters.num_evict)
+        by_delta[d] = derive_rates(prev, cur)
+    drain, burst_interval = by_delta[(11, 0, 11)], by_delta[(32, 20480, 12)]
+    assert drain.write_ops_sec == 0.0 and drain.evict_ops_sec > 0
+    assert burst_interval.write_ops_sec * burst_interval.interval_s == pytest.approx(20)
+
+
 def test_counter_reset_gives_no_rate(burst):
     """Counters that stay lower for DIP_CONFIRM_S were reset: the history
     goes on from the lower level, the interval across the reset unrated."""
