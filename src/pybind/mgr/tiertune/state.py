@@ -165,10 +165,17 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
         items = list(pools.items())
     except UNREADABLE as e:
         return Settings(), [f'settings unreadable ({type(e).__name__}: {e}); defaults used']
-    settings = Settings(mode=mode if mode in MODES else DEFAULT_MODE)
     problems = []
+    if mode is not None and mode not in MODES:
+        problems.append(f'default mode {mode!r} unknown; {DEFAULT_MODE} used')
+    settings = Settings(mode=mode if mode in MODES else DEFAULT_MODE)
     for key, value in items:
         try:
+            pool_mode = value.get('mode')
+            if pool_mode is not None and pool_mode not in MODES:
+                # Not the default mode, which may be `on`: it may have meant off.
+                problems.append(f'pool {key}: mode {pool_mode!r} unknown; mode warn')
+                value = {**value, 'mode': 'warn'}
             settings.pools[int(key)] = PoolState.from_dict(value)
         except UNREADABLE as e:
             problems.append(f'pool {key}: settings unreadable ({type(e).__name__}: {e}); '

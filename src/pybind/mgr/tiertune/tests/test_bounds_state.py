@@ -84,8 +84,16 @@ def test_settings_round_trip_through_json():
 
 def test_empty_or_bad_settings_load_as_defaults():
     assert settings_from_store(None) == (Settings(), [])
-    s, problems = settings_from_store('{"mode": "bogus", "pools": {"3": {"mode": "x"}}}')
-    assert s.mode == 'warn' and s.pools[3] == PoolState() and problems == []
+    s, problems = settings_from_store('{"mode": "bogus", "pools": {"3": {"mode": "Off", '
+                                      '"bounds": {"dirty_ratio_min": 0.2}}}}')
+    # An unknown pool mode is warn, not the default (which may be on: it
+    # may have meant off); the pool's other settings are kept; both said.
+    assert s.mode == 'warn' and s.pools[3].mode == 'warn'
+    assert s.pools[3].bounds.dirty_ratio_min == 0.2
+    assert problems == ["default mode 'bogus' unknown; warn used",
+                        "pool 3: mode 'Off' unknown; mode warn"]
+    s, problems = settings_from_store('{"mode": "on", "pools": {"3": {"mode": null}}}')
+    assert s.effective_mode(3) == 'on' and problems == []
 
 
 def test_history_round_trip_and_bound():
