@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from tiertune.bounds import BOUND_KEYS, KNOB_KEYS, OSD_AGENT_SLOP, Bounds, Knobs, with_setting
 from tiertune.state import (
     DecisionRecord,
-    PoolState,
     Settings,
     history_from_json,
     history_to_store,
