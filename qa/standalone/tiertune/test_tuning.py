@@ -207,6 +207,8 @@ def test_a_ratio_set_by_hand_while_on_is_respected_not_fought(cluster):
     row = wait_row(cluster, 'the pool to go to warn after a hand change',
                    lambda row: row['autotune']['mode'] == 'warn', 60)
     assert 'changed outside tiertune' in row['autotune']['manual_change']
+    # plain status says why the pool is in warn, under the table
+    assert f'pool {POOL}: ratios changed outside tiertune' in tt(cluster, 'status').stdout
     time.sleep(3 * TICK_S)
     assert pool_ratios(cluster)['dirty_high'] == 0.55
     audit = (cluster.log_dir / 'cluster.log').read_text(errors='replace')
@@ -215,6 +217,7 @@ def test_a_ratio_set_by_hand_while_on_is_respected_not_fought(cluster):
     time.sleep(3 * TICK_S)
     row = cache_row(cluster)
     assert row['autotune']['mode'] == 'on' and row['autotune']['manual_change'] is None
+    assert 'changed outside tiertune' not in tt(cluster, 'status').stdout
     # The pool's own mode outlives the default's changes until dropped.
     out = tt_json(cluster, 'mode', 'warn')
     assert out['pools_with_own_mode'] == [{'pool': POOL, 'mode': 'on'}]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
 from .bounds import with_setting
-from .report import failure_lines, format_history, format_table, status_row
+from .report import format_history, format_table, note_lines, status_row
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
 from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool, pool_ids_by_name
@@ -120,7 +120,7 @@ class Commands:
                                                    'tick': tick}, format), '')
         if not rows:
             return HandleCommandResult(0, 'no cache tier pools\n', '')
-        return HandleCommandResult(0, format_table(rows) + failure_lines(rows) + tick_line(tick)
+        return HandleCommandResult(0, format_table(rows) + note_lines(rows) + tick_line(tick)
                                    + '\n', '')
 
     def status_rows(self, osd_map: Dict[str, Any],

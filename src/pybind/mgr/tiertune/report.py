@@ -165,8 +165,10 @@ def _table_cells(row: Dict[str, Any]) -> List[str]:
     ]
 
 
-def failure_lines(rows: List[Dict[str, Any]]) -> str:
-    """A line under the table for each pool tiertune could not fit or decide."""
+def note_lines(rows: List[Dict[str, Any]]) -> str:
+    """Lines under the table: each pool tiertune could not fit or decide,
+    and each it stopped tuning because its ratios were changed by hand
+    (the AUTOTUNE column says only `warn`, as for a pool set to warn)."""
     lines = []
     for r in rows:
         e = r.get('error')
@@ -174,6 +176,9 @@ def failure_lines(rows: List[Dict[str, Any]]) -> str:
             since = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e['since']))
             lines.append(f'pool {r["pool"]}: not fitted or decided, {e["ticks"]} tick(s) since '
                          f'{since}: {e["error"]} (see the mgr log)\n')
+        manual = (r.get('autotune') or {}).get('manual_change')
+        if manual:
+            lines.append(f'pool {r["pool"]}: {manual}\n')
     return ''.join(lines)
 
 

@@ -125,6 +125,16 @@ def test_status_plain_is_an_aligned_table(burst, make_module):
     assert row.index('writeback') == header.index('MODE')
 
 
+def test_status_plain_says_under_the_table_why_a_pool_was_set_to_warn(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:3])
+    (pid,) = m._tiers
+    pool = burst['spec']['cache_pool']
+    assert 'outside tiertune' not in m._cmd_status().stdout
+    m._tuner.settings.pool(pid).manual_change = 'ratios changed outside tiertune to x'
+    lines = m._cmd_status().stdout.splitlines()
+    assert f'pool {pool}: ratios changed outside tiertune to x' in lines
+
+
 def test_status_of_one_pool(burst, make_module):
     m, get = run_ticks(make_module, burst['samples'])
     r = m._cmd_status(pool=burst['spec']['cache_pool'], format='json-pretty')
