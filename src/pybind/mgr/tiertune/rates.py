@@ -1,5 +1,6 @@
 """Rates from successive samples, and the bounded per-pool history they live in."""
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass
 from typing import Deque, Dict, Iterable, List, Mapping, Optional, Tuple
@@ -124,15 +125,27 @@ DIP_CONFIRM_S = 60.0
 
 
 def _dipped(prev: PoolSample, cur: PoolSample) -> bool:
-    """A cumulative counter of the pool, or of its base, went down."""
+    """A cumulative counter of the cache pool went down."""
     p, c = prev.counters, cur.counters
-    if (c.num_flush < p.num_flush or c.num_flush_kb < p.num_flush_kb
+    return (c.num_flush < p.num_flush or c.num_flush_kb < p.num_flush_kb
             or c.num_evict < p.num_evict or c.num_evict_kb < p.num_evict_kb
             or c.num_promote < p.num_promote or c.num_read < p.num_read
             or c.num_read_kb < p.num_read_kb or c.num_write < p.num_write
-            or c.num_write_kb < p.num_write_kb):
-        return True
-    return prev.base is not None and cur.base is not None and _base_reset(prev, cur)
+            or c.num_write_kb < p.num_write_kb)
+
+
+def _without_dipped_base(prev: PoolSample, cur: PoolSample) -> PoolSample:
+    """cur, without its base counters when they went down since prev.  Only
+    the proxied figures come from them: the cache's own sample (its fill,
+    dirty level, writes) is kept, not held back DIP_CONFIRM_S with the
+    rest as a dip of the cache's counters is.  Kept, a partial base report
+    would read as a burst of proxied IO when it comes back; without them
+    the intervals on either side have no proxied figures (unknown, not
+    wrong), and the base's counters go on from wherever they are then,
+    a reset or the level from before."""
+    if prev.base is not None and cur.base is not None and _base_reset(prev, cur):
+        return dataclasses.replace(cur, base=None)
+    return cur
 
 
 class PoolHistory:
@@ -158,7 +171,8 @@ class PoolHistory:
                 if sample.mono - self._dip_since < DIP_CONFIRM_S:
                     return last     # partial: the next rate is measured from last
             self._dip_since = None
-            # Across a reset, None (or no proxied figures for a base's).
+            sample = _without_dipped_base(last.sample, sample)
+            # Across a reset, None.
             rates = derive_rates(last.sample, sample, last.dirty_bytes, dirty_bytes)
         entry = HistoryEntry(sample=sample, dirty_bytes=dirty_bytes, rates=rates)
         self.entries.append(entry)

@@ -82,7 +82,7 @@ def test_counter_reset_gives_no_rate(burst):
     assert h.add(reset, 0) is first                          # not kept yet: maybe partial
     confirmed = dataclasses.replace(early, mono=reset.mono + DIP_CONFIRM_S)
     entry = h.add(confirmed, 0)
-    assert entry.sample is confirmed and entry.rates is None and len(h) == 2
+    assert entry.sample.counters is confirmed.counters and entry.rates is None and len(h) == 2
     # and the next interval is measured from the reset sample
     after = dataclasses.replace(late, mono=confirmed.mono + 30)
     assert h.add(after, 0).rates is not None
@@ -230,16 +230,36 @@ def test_no_proxied_rates_without_base_counters_or_across_a_base_reset(burst):
     h = PoolHistory(10)
     h.add(dataclasses.replace(a, base=None), 0)
     assert h.add(b, 0).rates.proxied_write_bytes_sec is None
+    # The base's counters lower (a partial report, or a reset): the cache's
+    # own sample is kept at once (its fill and writes are not held back),
+    # without the base's counters; no proxied figures across it.
     h = PoolHistory(10)
-    first = h.add(a, 0)
-    reset = dataclasses.replace(b, base=PoolCounters())
-    assert h.add(reset, 0) is first             # maybe partial: not kept yet
-    reset = dataclasses.replace(reset, mono=b.mono + DIP_CONFIRM_S)
-    entry = h.add(reset, 0)                     # still lower: a reset of the base
-    assert entry.rates is not None and entry.rates.proxied_write_ops_sec is None
-    # measured again from the reset sample on
-    later = dataclasses.replace(b, mono=reset.mono + 30)
+    h.add(a, 0)
+    partial = dataclasses.replace(b, base=PoolCounters())
+    entry = h.add(partial, 0)
+    assert entry.sample.counters is partial.counters and entry.sample.base is None
+    assert entry.rates.flush_bytes_sec > 0 and entry.rates.proxied_write_ops_sec is None
+    # the base's counters come back: not a burst of proxied IO
+    back = dataclasses.replace(b, mono=b.mono + 30)
+    assert h.add(back, 0).rates.proxied_write_ops_sec is None
+    # measured again from there on
+    later = dataclasses.replace(b, mono=b.mono + 60)
     assert h.add(later, 0).rates.proxied_write_ops_sec is not None
+
+
+def test_a_base_dip_holds_back_neither_the_cache_sample_nor_its_rates(burst):
+    """Only a dip of the cache's own counters holds its sample back
+    (DIP_CONFIRM_S): a few lost reads of the base left the cache filling
+    to 0.66 unseen for two ticks."""
+    tier, samples = real_samples(burst)
+    h = PoolHistory(100)
+    for s in samples[:-1]:
+        h.add(s, agent_levels(tier, s.counters).dirty_bytes)
+    last = samples[-1]
+    dipped = dataclasses.replace(last, base=dataclasses.replace(
+        last.base, num_read=h.latest.sample.base.num_read - 5))
+    entry = h.add(dipped, 0)
+    assert entry.sample.mono == last.mono and entry.rates is not None
 
 
 def test_no_proxied_rates_for_a_tier_whose_base_has_another_tier(burst):
