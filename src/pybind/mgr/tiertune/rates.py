@@ -53,6 +53,13 @@ def proxied_totals(s: PoolSample) -> Optional[ProxiedTotals]:
             float(b.num_write_kb - c.num_flush_kb), float(b.num_write - c.num_flush))
 
 
+def _moved(prev: PoolSample, cur: PoolSample) -> bool:
+    """The two samples' base counters are of different pools (the tier was
+    moved to another base between them; -1 is not known)."""
+    return (prev.base_pool_id != cur.base_pool_id
+            and prev.base_pool_id >= 0 and cur.base_pool_id >= 0)
+
+
 def _base_reset(prev: PoolSample, cur: PoolSample) -> bool:
     assert prev.base is not None and cur.base is not None
     p, c = prev.base, cur.base
@@ -97,7 +104,8 @@ def derive_rates(prev: PoolSample, cur: PoolSample,
 def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Tuple[float, ...]:
     """Rates' proxied_* figures in field order, or () when unknown."""
     p, c = proxied_totals(prev), proxied_totals(cur)
-    if p is None or c is None or _base_reset(prev, cur) or cur.base_acting > prev.base_acting:
+    if (p is None or c is None or _moved(prev, cur) or _base_reset(prev, cur)
+            or cur.base_acting > prev.base_acting):
         return ()
     d = [(b - a) / dt for a, b in zip(p, c, strict=True)]
     # proxied_read_bytes_sec, _read_ops_sec, _write_bytes_sec, _write_ops_sec
@@ -143,7 +151,8 @@ def _without_dipped_base(prev: PoolSample, cur: PoolSample) -> PoolSample:
     the intervals on either side have no proxied figures (unknown, not
     wrong), and the base's counters go on from wherever they are then,
     a reset or the level from before."""
-    if prev.base is not None and cur.base is not None and _base_reset(prev, cur):
+    if (prev.base is not None and cur.base is not None and not _moved(prev, cur)
+            and _base_reset(prev, cur)):
         return dataclasses.replace(cur, base=None)
     return cur
 

@@ -43,8 +43,10 @@ MAX_TEXT_BYTES = 56 * 1024
 # Wall times to the millisecond: finer than any tick, coarse enough to stay short.
 _WALL_SCALE = 1000.0
 _HEAD = ('wall_ms', 'num_pg', 'dirty_bytes', 'has_base')
-# Columns a text may lack (written before they were added): read as 0.
-_LATER = ('acting', 'base.acting')
+# Columns a text may lack (written before they were added): acting read as
+# 0, base.id as not known (-1), mono_ms as not there (samples placed by
+# their wall time alone).
+_LATER = ('acting', 'base.acting', 'base.id', 'mono_ms')
 COLUMNS = (*_HEAD, *_LATER, *COUNTER_NAMES, *(f'base.{n}' for n in COUNTER_NAMES))
 _ZEROS = (0,) * len(COUNTER_NAMES)
 _get_counters = operator.attrgetter(*COUNTER_NAMES)
@@ -54,6 +56,7 @@ def _row(sample: PoolSample, dirty: int) -> Tuple[int, ...]:
     base = _get_counters(sample.base) if sample.base is not None else _ZEROS
     return (round(sample.wall * _WALL_SCALE), sample.num_pg, int(dirty),
             int(sample.base is not None), sample.acting, sample.base_acting,
+            sample.base_pool_id, round(sample.mono * _WALL_SCALE),
             *_get_counters(sample.counters), *base)
 
 
@@ -117,10 +120,16 @@ def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_
 def decode(text: Optional[str], now_mono: float, now_wall: float,
            max_age_s: float) -> Tuple[List[Tuple[PoolSample, int]], Optional[str]]:
     """The stored samples on this process's monotonic clock, oldest first,
-    and None; or [] and why the text was not used.  A sample's mono is
+    and None; or [] and why the text was not used.  The newest sample is
     placed by its wall time (the monotonic clock of the mgr that took it is
-    another host's, or restarted).  Samples older than max_age_s, or newer
-    than now (a wall clock stepped back), are left out.  A counter this
+    another host's, or restarted), the others before it by their
+    monotonic times: a wall clock stepped on the mgr that took them would
+    change the intervals the rates divide by (a step back of 25 s between
+    samples 30 s apart read as a burst six times the writes).  A text
+    without monotonic times (written before they were kept) is placed by
+    wall times.  Samples older than max_age_s, or newer than now (this
+    host's wall clock behind the one that took them), are left out.  A
+    counter this
     version has and the text lacks counts as 0 (what PoolCounters does with
     a missing stat); one the text has and this version lacks is ignored."""
     if not text:
@@ -149,16 +158,26 @@ def decode(text: Optional[str], now_mono: float, now_wall: float,
     base = np.stack([col.get(f'base.{c}', zero) for c in COUNTER_NAMES], axis=1).tolist()
     walls, pgs = col['wall_ms'].tolist(), col['num_pg'].tolist()
     acting, base_acting = col.get('acting', zero).tolist(), col.get('base.acting', zero).tolist()
+    base_ids = col['base.id'].tolist() if 'base.id' in col else [-1] * n
     dirty, has_base = col['dirty_bytes'].tolist(), col['has_base'].tolist()
+    ages = _ages(walls, col['mono_ms'].tolist() if 'mono_ms' in col else None, now_wall)
     out: List[Tuple[PoolSample, int]] = []
     for i in range(n):
-        wall = walls[i] / _WALL_SCALE
-        age = now_wall - wall
+        age = ages[i]
         if age > max_age_s or age < 0:
             continue
-        out.append((PoolSample(pool_id=pool, mono=now_mono - age, wall=wall, num_pg=pgs[i],
-                               counters=PoolCounters(*counters[i]),
+        out.append((PoolSample(pool_id=pool, mono=now_mono - age, wall=walls[i] / _WALL_SCALE,
+                               num_pg=pgs[i], counters=PoolCounters(*counters[i]),
                                base=PoolCounters(*base[i]) if has_base[i] else None,
-                               acting=acting[i], base_acting=base_acting[i]),
+                               acting=acting[i], base_acting=base_acting[i],
+                               base_pool_id=base_ids[i]),
                     dirty[i]))
     return out, None
+
+
+def _ages(walls_ms: List[int], monos_ms: Optional[List[int]], now_wall: float) -> List[float]:
+    """Each row's age in seconds now (see decode)."""
+    if monos_ms is None:
+        return [now_wall - w / _WALL_SCALE for w in walls_ms]
+    newest = now_wall - walls_ms[-1] / _WALL_SCALE
+    return [newest + (monos_ms[-1] - m) / _WALL_SCALE for m in monos_ms]

@@ -87,6 +87,10 @@ class PoolSample:
     # back (see rates.derive_rates).
     acting: int = 0
     base_acting: int = 0
+    # The pool base holds the counters of (-1: not known).  A tier moved to
+    # another base keeps its history, but the two pools' counters must not
+    # be subtracted for proxied figures (see rates._proxied_rates).
+    base_pool_id: int = -1
 
 
 @dataclass(frozen=True)
@@ -168,5 +172,6 @@ def take_samples(get: Getter, tiers: Mapping[int, CacheTier], mono: float,
         samples[pid] = PoolSample(pool_id=pid, mono=mono, wall=wall, num_pg=num_pg,
                                   counters=PoolCounters.from_stat_sum(stat_sum),
                                   base=PoolCounters.from_stat_sum(base[2]) if base else None,
-                                  acting=acting, base_acting=base[1] if base else 0)
+                                  acting=acting, base_acting=base[1] if base else 0,
+                                  base_pool_id=tier.base_pool_id if base else -1)
     return samples

@@ -300,3 +300,24 @@ def test_proxied_rates_sum_exactly_across_reporting_skew(burst):
     after = h.add(at(20, 1024, 1024), 0).rates  # base write arrives
     assert dip.proxied_write_bytes_sec < 0 < after.proxied_write_bytes_sec
     assert (dip.proxied_write_bytes_sec + after.proxied_write_bytes_sec) * 10 == 0
+
+
+def test_no_proxied_rates_across_a_move_to_another_base_pool(burst):
+    """A tier moved to another base between two samples: the new base's
+    counters (with a past of their own) less the old one's are no proxied
+    IO.  The cache's own rates stay; the next interval is measured."""
+    _, samples = real_samples(burst)
+    a, b, c = samples[6], samples[7], samples[8]
+    moved = dataclasses.replace(
+        b, base_pool_id=a.base_pool_id + 10,
+        base=dataclasses.replace(b.base, num_read=b.base.num_read + 10**6,
+                                 num_read_kb=b.base.num_read_kb + 10**9))
+    assert a.base_pool_id >= 0
+    h = PoolHistory(10)
+    h.add(a, 0)
+    entry = h.add(moved, 0)
+    assert entry.rates is not None and entry.rates.proxied_read_bytes_sec is None
+    assert entry.sample.base is not None        # not taken for a dip of the base
+    after = dataclasses.replace(c, base_pool_id=moved.base_pool_id, base=dataclasses.replace(
+        c.base, num_read=c.base.num_read + 10**6, num_read_kb=c.base.num_read_kb + 10**9))
+    assert h.add(after, 0).rates.proxied_read_bytes_sec is not None

@@ -162,3 +162,36 @@ def test_the_overlay_the_samples_were_taken_under_is_kept_beside_them():
     assert stored_overlay(encode([], overlay=False)) is False
     assert stored_overlay(encode([])) is None           # an older mgr's text says nothing
     assert stored_overlay('not json') is None and stored_overlay(None) is None
+
+
+def test_a_wall_clock_stepped_on_the_mgr_that_took_them_does_not_change_the_intervals():
+    """Restored samples are spaced by their monotonic times; only the newest
+    is placed by its wall time."""
+    saved = entries(10)
+    # the old mgr's wall clock stepped back 25 s after the fifth sample
+    saved = [(replace(s, wall=s.wall - (25.0 if i >= 5 else 0.0)), d)
+             for i, (s, d) in enumerate(saved)]
+    now_wall = saved[-1][0].wall + 60.0
+    back, problem = sample_store.decode(sample_store.encode(saved), 100.0, now_wall, 3600)
+    assert problem is None and len(back) == 10
+    gaps = [b[0].mono - a[0].mono for a, b in zip(back, back[1:])]
+    assert gaps == pytest.approx([30.0] * 9, abs=2e-3)
+    assert back[-1][0].mono == pytest.approx(100.0 - 60.0, abs=1e-3)
+    book = HistoryBook(120)
+    book.restore(7, back)
+    rated = [e.rates for e in book.get(7).entries if e.rates is not None]
+    assert {round(r.interval_s) for r in rated} == {30}
+
+
+def test_the_base_pool_id_comes_back_and_an_old_text_reads_it_as_not_known():
+    saved = [(replace(s, base_pool_id=4 if s.base is not None else -1), d)
+             for s, d in entries(4)]
+    back, _ = sample_store.decode(sample_store.encode(saved), 0.0, 1.8e9 + 200, 3600)
+    assert [s.base_pool_id for s, _ in back] == [-1, 4, 4, -1]
+    # written before base.id and mono_ms were kept: placed by wall time
+    cols = [c for c in sample_store.COLUMNS if c not in ('base.id', 'mono_ms')]
+    rows = [[v for c, v in zip(sample_store.COLUMNS, sample_store._row(s, d), strict=True)
+             if c in cols] for s, d in saved]
+    back, problem = sample_store.decode(table_text(rows, cols), 0.0, 1.8e9 + 200, 3600)
+    assert problem is None and [s.base_pool_id for s, _ in back] == [-1] * 4
+    assert [s.mono for s, _ in back] == pytest.approx([-200.0, -170.0, -140.0, -110.0])
