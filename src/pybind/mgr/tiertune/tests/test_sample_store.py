@@ -2,6 +2,7 @@
 the new process's clock; what is too old, too big or not ours is left out."""
 
 import base64
+import itertools
 import json
 import zlib
 from dataclasses import replace
@@ -174,7 +175,7 @@ def test_a_wall_clock_stepped_on_the_mgr_that_took_them_does_not_change_the_inte
     now_wall = saved[-1][0].wall + 60.0
     back, problem = sample_store.decode(sample_store.encode(saved), 100.0, now_wall, 3600)
     assert problem is None and len(back) == 10
-    gaps = [b[0].mono - a[0].mono for a, b in zip(back, back[1:])]
+    gaps = [b[0].mono - a[0].mono for a, b in itertools.pairwise(back)]
     assert gaps == pytest.approx([30.0] * 9, abs=2e-3)
     assert back[-1][0].mono == pytest.approx(100.0 - 60.0, abs=1e-3)
     book = HistoryBook(120)
