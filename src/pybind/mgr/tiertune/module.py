@@ -27,6 +27,7 @@ from .state import (
     history_from_json,
     history_to_store,
     settings_from_store,
+    settings_to_store,
 )
 from .tick_cost import StepClock, TickCosts
 from .topology import CacheTier, cache_tiers, cluster_flags, rule_osd_ids, up_osds
@@ -198,10 +199,10 @@ class Module(Commands, MgrModule):
         self._write_staged()
 
     def _stage_settings(self) -> None:
-        text = self._tuner.settings.to_json()
+        text = settings_to_store(self._tuner.settings, SETTINGS_MAX_TEXT_BYTES)
         if len(text) > SETTINGS_MAX_TEXT_BYTES:
-            # Several hundred pools with settings of their own: the mon
-            # would refuse the value, and Pacific's set_store only logs it.
+            # Thousands of pools with settings of their own: the mon would
+            # refuse the value, and Pacific's set_store only logs it.
             self.log.error('stored settings are %d bytes, over the %d the mon takes: '
                            'the store keeps an older copy', len(text), SETTINGS_MAX_TEXT_BYTES)
         self._stage(SETTINGS_KEY, text)

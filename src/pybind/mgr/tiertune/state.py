@@ -5,7 +5,9 @@ store (`mgr/tiertune/state` for settings, `mgr/tiertune/history/<pool id>`
 for each pool's decisions) and writes a key only when it changed.
 """
 
+import base64
 import json
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Tuple
@@ -120,7 +122,7 @@ def _opt_str(v: Any) -> Optional[str]:
 
 # What a stored value that cannot be read raises, from json.loads
 # (ValueError) to a missing or mistyped field.
-UNREADABLE = (ValueError, TypeError, KeyError, AttributeError)
+UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, zlib.error)
 
 
 @dataclass
@@ -149,6 +151,31 @@ class Settings:
                           sort_keys=True)
 
 
+# The key of a stored settings text that is zlib-compressed (base64).
+PACKED_KEY = 'zlib'
+
+
+def settings_to_store(settings: Settings, max_bytes: int) -> str:
+    """The settings' text for the store: plain JSON (readable with `config-key
+    get`) while it fits in max_bytes, else compressed.  Each pool with
+    settings of its own adds about 270 bytes of JSON, so a few hundred
+    cache pools pass the mon's 64 KiB limit for one value; compressed,
+    several times as many fit (the caller still checks the length)."""
+    text = settings.to_json()
+    if len(text) <= max_bytes:
+        return text
+    packed = base64.b64encode(zlib.compress(text.encode(), 9)).decode('ascii')
+    return json.dumps({PACKED_KEY: packed})
+
+
+def _unpacked(text: str) -> str:
+    """settings_to_store's text as plain JSON."""
+    d = json.loads(text)
+    if isinstance(d, dict) and set(d) == {PACKED_KEY}:
+        return zlib.decompress(base64.b64decode(d[PACKED_KEY], validate=True)).decode()
+    return text
+
+
 def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
     """The stored settings, and what could not be read of them: a pool
     whose entry is unreadable gets default bounds in `warn` mode (not the
@@ -159,7 +186,7 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
     if not text:
         return Settings(), []
     try:
-        d = json.loads(text)
+        d = json.loads(_unpacked(text))
         pools = d.get('pools') or {}
         mode = d.get('mode')
         items = list(pools.items())

@@ -172,3 +172,30 @@ def test_stored_settings_keep_only_what_was_set_and_read_back_the_same() -> None
         ps.baseline = ps.last_applied = Ratios(0.4, 0.6, 0.8)
         ps.last_change_wall = 1795277199.9446778
     assert len(s.to_json()) < 64 * 1024
+
+
+def test_settings_over_the_mons_limit_are_stored_compressed_and_read_back():
+    """About 270 bytes of JSON a pool: a few hundred cache pools with
+    settings of their own passed the mon's 64 KiB for one value, and the
+    store kept an older copy.  Over the limit the text is compressed."""
+    import json
+
+    from tiertune.state import PlannedChange, PoolState, settings_to_store
+    limit = 64 * 1024
+    s = Settings(mode='on')
+    small = settings_to_store(s, limit)
+    assert small == s.to_json()                 # plain JSON while it fits
+    for pid in range(1000, 2000):
+        r = Ratios(0.1 + (pid % 37) / 100, 0.5 + (pid % 13) / 100, 0.9)
+        s.pools[pid] = PoolState(mode='on', baseline=Ratios(0.4, 0.6, 0.8), last_applied=r,
+                                 last_change_wall=1.8e9 + pid * 7.123,
+                                 planned=PlannedChange((Ratios(0.4, 0.6, 0.8), r), 1.8e9 + pid))
+    assert len(s.to_json()) > 4 * limit
+    text = settings_to_store(s, limit)
+    assert len(text) <= limit and set(json.loads(text)) == {'zlib'}
+    back, problems = settings_from_store(text)
+    assert back == s and problems == []
+    # a damaged compressed text is unreadable, not a crash: the defaults
+    for bad in ('{"zlib": "!!"}', '{"zlib": "eJw="}'):
+        back, problems = settings_from_store(bad)
+        assert back == Settings() and problems, bad
