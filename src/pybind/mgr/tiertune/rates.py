@@ -142,27 +142,16 @@ def _dipped(prev: PoolSample, cur: PoolSample) -> bool:
             or c.num_write_kb < p.num_write_kb)
 
 
-def _without_dipped_base(prev: PoolSample, cur: PoolSample) -> PoolSample:
-    """cur, without its base counters when they went down since prev.  Only
-    the proxied figures come from them: the cache's own sample (its fill,
-    dirty level, writes) is kept, not held back DIP_CONFIRM_S with the
-    rest as a dip of the cache's counters is.  Kept, a partial base report
-    would read as a burst of proxied IO when it comes back; without them
-    the intervals on either side have no proxied figures (unknown, not
-    wrong), and the base's counters go on from wherever they are then,
-    a reset or the level from before."""
-    if (prev.base is not None and cur.base is not None and not _moved(prev, cur)
-            and _base_reset(prev, cur)):
-        return dataclasses.replace(cur, base=None)
-    return cur
-
-
 class PoolHistory:
     def __init__(self, size: int) -> None:
         self.entries: Deque[HistoryEntry] = deque(maxlen=max(size, 2))
         # When (mono) counters first came in lower than the newest entry's,
         # while they still do (see DIP_CONFIRM_S).
         self._dip_since: Optional[float] = None
+        # The same for the base's counters, against the newest sample kept
+        # with them (see _without_dipped_base).
+        self._base_dip_since: Optional[float] = None
+        self._base_ref: Optional[PoolSample] = None
 
     def add(self, sample: PoolSample, dirty_bytes: int) -> HistoryEntry:
         """Add a sample; returns its entry, or the newest entry when the
@@ -180,12 +169,37 @@ class PoolHistory:
                 if sample.mono - self._dip_since < DIP_CONFIRM_S:
                     return last     # partial: the next rate is measured from last
             self._dip_since = None
-            sample = _without_dipped_base(last.sample, sample)
+            sample = self._without_dipped_base(sample)
             # Across a reset, None.
             rates = derive_rates(last.sample, sample, last.dirty_bytes, dirty_bytes)
         entry = HistoryEntry(sample=sample, dirty_bytes=dirty_bytes, rates=rates)
         self.entries.append(entry)
+        if sample.base is not None:
+            self._base_ref = sample
         return entry
+
+    def _without_dipped_base(self, sample: PoolSample) -> PoolSample:
+        """sample, without its base counters while they are below those of
+        the newest sample kept with them, for up to DIP_CONFIRM_S (lower
+        still after that, the base's counters were reset: kept again, and
+        measured from).  Only the proxied figures come from them: the
+        cache's own sample (its fill, dirty level, writes) is kept, not held
+        back as a dip of the cache's counters is.  Kept, a partial base
+        report (a PG merge on the base, an OSD slow to report) would read
+        as a burst of proxied IO when it comes back; without them the
+        intervals on either side have no proxied figures (unknown, not
+        wrong)."""
+        ref = self._base_ref
+        if (ref is None or ref.base is None or sample.base is None or _moved(ref, sample)
+                or not _base_reset(ref, sample)):
+            self._base_dip_since = None
+            return sample
+        if self._base_dip_since is None:
+            self._base_dip_since = sample.mono
+        if sample.mono - self._base_dip_since < DIP_CONFIRM_S:
+            return dataclasses.replace(sample, base=None)
+        self._base_dip_since = None
+        return sample
 
     def resize(self, size: int) -> None:
         self.entries = deque(self.entries, maxlen=max(size, 2))

@@ -176,8 +176,9 @@ def note_lines(rows: List[Dict[str, Any]]) -> str:
             since = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e['since']))
             lines.append(f'pool {r["pool"]}: not fitted or decided, {e["ticks"]} tick(s) since '
                          f'{since}: {e["error"]} (see the mgr log)\n')
-        manual = (r.get('autotune') or {}).get('manual_change')
-        if manual:
+        autotune = r.get('autotune') or {}
+        manual = autotune.get('manual_change')
+        if manual and autotune.get('mode') == 'warn':    # not once set off since
             lines.append(f'pool {r["pool"]}: {manual}\n')
     return ''.join(lines)
 

@@ -253,6 +253,7 @@ class Tuner:
                       for (pid, _), job in zip(pools, jobs, strict=True)]
         for (pid, tier), job, fit in zip(pools, jobs, fitted, strict=True):
             if fit is None:
+                self._watch_unfitted(pid, tier, eff, mono, wall)
                 continue
             try:
                 change = self._decide_pool(pid, tier, job, fit, flags, sleep_interval, eff,
@@ -274,6 +275,22 @@ class Tuner:
         except Exception as e:
             self._failed(pid, e, eff, wall)
             return None
+
+    def _watch_unfitted(self, pid: int, tier: CacheTier, eff: Effects, mono: float,
+                        wall: float) -> None:
+        """What needs no model, for a pool in `on` that could not be fitted:
+        a change a failover cut short is settled within PLANNED_SETTLE_S
+        (later, its steps would read as a hand change once the pool is
+        fitted again), and a hand change is noticed (respected, as for any
+        pool in `on`)."""
+        if self.settings.effective_mode(pid) != 'on':
+            return
+        try:
+            self._notice_manual_change(pid, tier, eff, mono, wall)
+        except Exception:
+            # The pool is already recorded as failed this tick, its error
+            # logged: an error here too adds nothing for the operator.
+            pass
 
     def _failed(self, pid: int, e: Exception, eff: Effects, wall: float) -> None:
         """A pool's fit or decision raised (called in the except block).

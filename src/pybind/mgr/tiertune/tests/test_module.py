@@ -131,8 +131,11 @@ def test_status_plain_says_under_the_table_why_a_pool_was_set_to_warn(burst, mak
     pool = burst['spec']['cache_pool']
     assert 'outside tiertune' not in m._cmd_status().stdout
     m._tuner.settings.pool(pid).manual_change = 'ratios changed outside tiertune to x'
+    m._tuner.settings.pool(pid).mode = 'warn'     # as a hand change leaves it
     lines = m._cmd_status().stdout.splitlines()
     assert f'pool {pool}: ratios changed outside tiertune to x' in lines
+    assert m._cmd_mode(pool, 'off').retval == 0   # the note would contradict AUTOTUNE
+    assert 'outside tiertune' not in m._cmd_status().stdout
 
 
 def test_status_of_one_pool(burst, make_module):

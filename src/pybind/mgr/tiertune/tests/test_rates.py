@@ -321,3 +321,33 @@ def test_no_proxied_rates_across_a_move_to_another_base_pool(burst):
     after = dataclasses.replace(c, base_pool_id=moved.base_pool_id, base=dataclasses.replace(
         c.base, num_read=c.base.num_read + 10**6, num_read_kb=c.base.num_read_kb + 10**9))
     assert h.add(after, 0).rates.proxied_read_bytes_sec is not None
+
+
+def test_a_base_dip_over_several_samples_is_no_burst_when_it_comes_back(burst):
+    """A PG merge on the base: the source PG's stats are gone for two ticks,
+    then counted in the target's.  No client IO meanwhile: no proxied IO,
+    before, during or after."""
+    _, samples = real_samples(burst)
+    a = samples[-1]
+    a = dataclasses.replace(a, base=dataclasses.replace(
+        a.base, num_read=100000, num_read_kb=100000 * 1024), base_acting=16)
+
+    def at(t, lost):
+        return dataclasses.replace(a, mono=a.mono + t, wall=a.wall + t, base_acting=15,
+                                   base=dataclasses.replace(a.base,
+                                                            num_read=a.base.num_read - lost,
+                                                            num_read_kb=a.base.num_read_kb
+                                                            - lost * 1024))
+    h = PoolHistory(20)
+    h.add(a, 0)
+    got = [h.add(at(t, lost), 0).rates.proxied_read_bytes_sec
+           for t, lost in ((30, 5000), (60, 5000), (90, 0), (120, 0))]
+    assert got[:3] == [None, None, None] and got[3] == 0.0
+    # lower for DIP_CONFIRM_S: a reset; measured from the lower level on
+    h = PoolHistory(20)
+    h.add(a, 0)
+    t = 30.0
+    while t <= 30 + DIP_CONFIRM_S:
+        assert h.add(at(t, 5000), 0).rates.proxied_read_bytes_sec is None
+        t += 30
+    assert h.add(at(t, 5000), 0).rates.proxied_read_bytes_sec == 0.0

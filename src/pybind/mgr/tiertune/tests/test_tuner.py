@@ -669,3 +669,29 @@ def test_eval_during_a_change_under_way_says_on_not_warn(burst, monkeypatch):
     assert t.evaluate(pid, midway, book, [], {}, 3.0, mono + 1, wall + 1).mode == 'on'
     by_hand = dataclasses.replace(tiers[pid], ratios=Ratios(0.5, 0.6, 0.8))
     assert t.evaluate(pid, by_hand, book, [], {}, 3.0, mono + 1, wall + 1).mode == 'warn'
+
+
+def test_a_pool_that_cannot_be_fitted_still_settles_a_change_cut_short(burst, monkeypatch):
+    """A failover cut tiertune's change short, and the new mgr cannot fit
+    the pool for longer than PLANNED_SETTLE_S: the change is still settled
+    as tiertune's own (it needs no model), not taken for a hand change when
+    the pool is fitted again."""
+    from tiertune.state import settings_from_store
+    from tiertune.tuner import PLANNED_SETTLE_S
+    t, pid, old, wall, stored, sets = cut_short(burst, monkeypatch, Failover())
+    t2, mgr2 = Tuner(), FakeMgr()
+    t2.settings, _ = settings_from_store(stored[-1])
+    midway = Ratios(old.dirty, old.dirty_high, 0.9)
+    broken = {'cache'}
+    fit_raises_for(monkeypatch, broken)
+    effects = mgr2.effects
+    mgr2.effects = lambda: dataclasses.replace(effects(), log_error=lambda m: None)
+    for offset in (60, 120, 240, PLANNED_SETTLE_S + 30):
+        step_as(t2, burst, mgr2, ratios=midway, mono_offset=offset)
+    assert pid in t2.failures
+    broken.clear()
+    step_as(t2, burst, mgr2, ratios=midway, mono_offset=PLANNED_SETTLE_S + 60)
+    ps = t2.settings.pool(pid)
+    assert pid not in t2.failures
+    assert t2.settings.effective_mode(pid) == 'on' and ps.manual_change is None
+    assert ps.planned is None and ps.last_applied == midway
