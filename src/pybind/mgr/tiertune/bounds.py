@@ -11,6 +11,11 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 # The OSD agent's hysteresis (osd_agent_slop): a ratio change smaller than
 # this moves no PG between modes, so the deadband must be wider.
 OSD_AGENT_SLOP = 0.02
+# The highest a bound may allow.  A PG in an idle mode starts flushing (or
+# evicting) only past its ratio plus the slop (ratio x 1.02), and at 100%
+# of its share it is FULL and blocks writes: at or above 1 / 1.02 = 0.9804
+# it would go straight from idle to FULL.
+RATIO_MAX = 0.98
 
 
 @dataclass(frozen=True)
@@ -31,12 +36,12 @@ class Bounds:
 
     def problem(self) -> Optional[str]:
         """Why these bounds are unusable, or None.  Usable means: each range
-        inside 0..1 and not inverted, and some dirty <= dirty_high <= full
-        exists inside them (each ratio's minimum may not exceed a later
-        ratio's maximum)."""
-        if (0.0 <= self.dirty_ratio_min <= self.dirty_ratio_max <= 1.0
-                and 0.0 <= self.dirty_high_ratio_min <= self.dirty_high_ratio_max <= 1.0
-                and 0.0 <= self.full_ratio_min <= self.full_ratio_max <= 1.0
+        inside 0..RATIO_MAX and not inverted, and some dirty <= dirty_high
+        <= full exists inside them (each ratio's minimum may not exceed a
+        later ratio's maximum)."""
+        if (0.0 <= self.dirty_ratio_min <= self.dirty_ratio_max <= RATIO_MAX
+                and 0.0 <= self.dirty_high_ratio_min <= self.dirty_high_ratio_max <= RATIO_MAX
+                and 0.0 <= self.full_ratio_min <= self.full_ratio_max <= RATIO_MAX
                 and self.dirty_ratio_min <= self.dirty_high_ratio_max
                 and self.dirty_high_ratio_min <= self.full_ratio_max
                 and self.dirty_ratio_min <= self.full_ratio_max):
@@ -46,6 +51,10 @@ class Bounds:
             for which, v in (('min', lo), ('max', hi)):
                 if not 0.0 <= v <= 1.0:
                     return f'{name}_{which} {v} is outside 0..1'
+                if v > RATIO_MAX:
+                    return (f'{name}_{which} {v} is above {RATIO_MAX}: with the agent\'s '
+                            f'slop ({OSD_AGENT_SLOP:.0%}) a PG would go from idle straight '
+                            f'to FULL, where writes block')
             if lo > hi:
                 return f'{name}_min {lo} is above {name}_max {hi}'
         if self.dirty_ratio_min > self.dirty_high_ratio_max:

@@ -106,6 +106,9 @@ class ControllerInput:
     # bytes, which turns byte figures (burst size, inflow over the horizon)
     # into fractions of the target (see _target_bytes).
     target_max_bytes: int = 0
+    # PGs in evict mode FULL (over 100% of their share: writes to objects
+    # the cache lacks wait), from the latest sample.
+    full_pgs: int = 0
 
 
 def _finite(x: Optional[float]) -> Optional[float]:
@@ -203,6 +206,11 @@ def _law(inp: ControllerInput) -> _Law:
     whys: Dict[str, _RatioWhy] = {}     # a ratio with nothing to say has none
     blocks: List[str] = []
     notes: List[str] = []
+    # Writes wait for room: the inflow reads idle (nothing gets in), yet
+    # nothing is idle.  Neither dirty_high nor full goes up meanwhile.
+    writes_blocked = inp.full_pgs > 0 or (fill is not None and fill >= 1.0)
+    _blocked = (f'{inp.full_pgs} PG(s) FULL' if inp.full_pgs > 0
+                else f'fill {_f(fill or 0.0)}') + ' (writes wait for room)'
     nums: Dict[str, Any] = {
         'inflow_state': m.inflow.state,
         'inflow_short_bps': _finite(m.inflow.short_bps),
@@ -210,7 +218,7 @@ def _law(inp: ControllerInput) -> _Law:
         'idle_for_s': _finite(m.inflow.idle_for_s),
         'bursts_seen': m.inflow.bursts_seen,
         'evict_bps': evict,
-        'fill': fill, 'dirty': dirty,
+        'fill': fill, 'dirty': dirty, 'full_pgs': inp.full_pgs,
         'target_bytes': target,
         'headroom_bytes': m.evict.headroom_bytes,
         'clean_bytes': m.evict.clean_bytes,
@@ -342,7 +350,7 @@ def _law(inp: ControllerInput) -> _Law:
                 blocks.append(f'{full_in}: tiertune wants dirty_high {_f(want_h)} (dirty '
                               f'{_f(dirty or 0.0)}) to flush hard, but {which} is '
                               f'{_f(lowest_h)}')
-    elif m.inflow.state == 'idle':
+    elif m.inflow.state == 'idle' and not writes_blocked:
         # Recovery: without it a flush-hard lowering would stick for good
         # (bcache's 2013 rewrite: a controller that "throttled all the way
         # down" took "way too long to recover").  Only while writes are idle,
@@ -510,6 +518,11 @@ def _law(inp: ControllerInput) -> _Law:
         blocks.append(f'room for a {_size(surge)} write surge needs full ratio '
                       f'{_f(ceiling)} ({_f(room_needed)} of the target free), but '
                       f'full_ratio_min is {_f(fmin)}')
+    if writes_blocked and want_f > cf + RATIO_EPS:
+        # Eviction effort grows with how far a PG is over its full ratio:
+        # raised now, it would make room for the waiting writes slower.
+        want_f = cf
+        notes.append(f'{_blocked}: full ratio not raised')
     f_law = _clamp(want_f, fmin, fmax)
     nums['wanted_full'] = want_f
 

@@ -347,7 +347,8 @@ class Tuner:
             last_change_s=(mono - max(wall - ps.last_change_wall, 0.0)
                            if ps.last_change_wall is not None else None),
             hold_reasons=tuple(hold_reasons(tier, entries, flags, sleep_interval, mono)),
-            target_max_bytes=tier.target_max_bytes)
+            target_max_bytes=tier.target_max_bytes,
+            full_pgs=entries[-1].sample.counters.num_evict_mode_full if entries else 0)
 
     def evaluate(self, pid: int, tier: CacheTier, book: HistoryBook, flags: Sequence[str],
                  limits: Mapping[int, models.PromoteLimits], sleep_interval: float,
@@ -635,10 +636,20 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
     age = mono - entries[-1].sample.mono
     if age > STALE_TICKS * sleep_interval:
         reasons.append(f'stats are stale: the latest sample is {age:.0f}s old')
-    c = entries[-1].sample.counters
+    latest = entries[-1].sample
+    c = latest.counters
     if c.num_objects_degraded or c.num_objects_misplaced or c.num_objects_unfound:
         reasons.append(f'not all objects are clean ({c.num_objects_degraded} degraded, '
                        f'{c.num_objects_misplaced} misplaced, {c.num_objects_unfound} unfound)')
+    b = latest.base
+    # The base too: recovery there is no client IO, so the base reads idle
+    # and the law would drain into it, each flush to a degraded object
+    # waiting for its recovery and competing with the backfill.
+    if b is not None and (b.num_objects_degraded or b.num_objects_misplaced
+                          or b.num_objects_unfound):
+        reasons.append(f'not all objects of base pool {tier.base_pool} are clean '
+                       f'({b.num_objects_degraded} degraded, {b.num_objects_misplaced} '
+                       f'misplaced, {b.num_objects_unfound} unfound)')
     return reasons
 
 

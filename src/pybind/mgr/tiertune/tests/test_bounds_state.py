@@ -5,7 +5,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tiertune.bounds import BOUND_KEYS, KNOB_KEYS, OSD_AGENT_SLOP, Bounds, Knobs, with_setting
+from tiertune.bounds import (
+    BOUND_KEYS,
+    KNOB_KEYS,
+    OSD_AGENT_SLOP,
+    RATIO_MAX,
+    Bounds,
+    Knobs,
+    with_setting,
+)
 from tiertune.state import (
     DecisionRecord,
     Settings,
@@ -23,6 +31,9 @@ def test_defaults_are_usable():
 @pytest.mark.parametrize('key,value,words', [
     ('dirty_ratio_min', 1.5, 'outside 0..1'),
     ('full_ratio_max', -0.1, 'outside 0..1'),
+    # at or above 1 / 1.02 a PG would go from idle straight to FULL
+    ('full_ratio_max', 0.99, 'above 0.98: with the agent\'s slop'),
+    ('dirty_high_ratio_max', 1.0, 'above 0.98'),
     ('dirty_ratio_min', 0.7, 'dirty_ratio_min 0.7 is above dirty_ratio_max'),
     ('dirty_high_ratio_min', 0.95, 'above dirty_high_ratio_max'),
     ('deadband', OSD_AGENT_SLOP, 'wider than osd_agent_slop'),
@@ -121,7 +132,7 @@ EDGY = st.one_of(st.sampled_from([0.0, 1.0, -0.0, 0.02, 0.05, 0.1, 0.5, 600.0, -
 
 
 def _bounds_checks(b):
-    bad = [not 0.0 <= v <= 1.0 for lo, hi in b.ranges() for v in (lo, hi)]
+    bad = [not 0.0 <= v <= RATIO_MAX for lo, hi in b.ranges() for v in (lo, hi)]
     bad += [lo > hi for lo, hi in b.ranges()]
     bad += [b.dirty_ratio_min > b.dirty_high_ratio_max, b.dirty_high_ratio_min > b.full_ratio_max,
             b.dirty_ratio_min > b.full_ratio_max]

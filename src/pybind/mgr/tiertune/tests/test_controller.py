@@ -341,7 +341,7 @@ def test_not_fitted_holds(inp):
 @settings(max_examples=120, deadline=None, database=None)
 @example(make_input(make_model(state='idle'), ratios=Ratios(0.9, 0.1, 0.5)))
 @example(make_input(make_model(state='idle', ttf=1e-9), ratios=Ratios(0.0, 0.1, 0.1),
-                    bounds=Bounds(0, 0, 0, 1, 0, 0), knobs=Knobs(1.0, 0.0, 1.0, 0.5),
+                    bounds=Bounds(0, 0, 0, 0.98, 0, 0), knobs=Knobs(1.0, 0.0, 1.0, 0.5),
                     fill=None, dirty=None, target=0))
 def test_repeated_decisions_converge(inp):
     """Applying `next` again and again (no rate limit) settles: the law has
@@ -525,6 +525,22 @@ def test_full_recovers_when_idle_without_hit_curve():
     # ... but not past the room a typical burst needs (0.3 of 100 GiB).
     burst_room = decide(make_input(make_model(state='idle', burst_bytes=30 * GiB), ratios=low))
     assert burst_room.recommended.full == pytest.approx(0.7)
+
+
+def test_neither_dirty_high_nor_full_goes_up_while_writes_wait_for_room():
+    """PGs FULL: writes to uncached objects wait, dirty stops growing and
+    the inflow reads idle, but the cache is not idle.  The recovery rules
+    must not raise dirty_high (PGs would drop from HIGH to LOW flushing) or
+    full (eviction effort grows with how far a PG is over it)."""
+    low = Ratios(0.3, 0.35, 0.6)
+    idle = make_model(state='idle', idle_for=120.0)
+    free = decide(make_input(idle, ratios=low))
+    assert free.recommended.dirty_high > 0.35 and free.recommended.full > 0.6
+    for blocked in (dataclasses.replace(make_input(idle, ratios=low), full_pgs=3),
+                    make_input(idle, ratios=low, fill=1.01, dirty=0.7)):
+        dec = decide(blocked)
+        assert dec.recommended.dirty_high <= 0.35 and dec.recommended.full <= 0.6, dec
+        assert any('writes wait for room' in str(r) for r in dec.reasons), dec.reasons
 
 
 def test_bounds_block_on_dirty_high():

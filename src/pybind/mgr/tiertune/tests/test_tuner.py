@@ -695,3 +695,19 @@ def test_a_pool_that_cannot_be_fitted_still_settles_a_change_cut_short(burst, mo
     assert pid not in t2.failures
     assert t2.settings.effective_mode(pid) == 'on' and ps.manual_change is None
     assert ps.planned is None and ps.last_applied == midway
+
+
+def test_recovery_in_the_base_pool_holds_the_pool(burst):
+    """Recovery traffic in the base is no client IO: the base reads idle, and
+    the law would drain dirty data into objects waiting to be recovered."""
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    entries = list(book.get(pid).entries)
+    assert hold_reasons(tiers[pid], entries, [], 3.0, mono) == []
+    last = entries[-1]
+    base = dataclasses.replace(last.sample.base, num_objects_degraded=5000,
+                               num_objects_misplaced=20000)
+    entries[-1] = dataclasses.replace(last, sample=dataclasses.replace(last.sample, base=base))
+    (why,) = hold_reasons(tiers[pid], entries, [], 3.0, mono)
+    assert why.startswith(f'not all objects of base pool {tiers[pid].base_pool} are clean')
+    assert '5000 degraded, 20000 misplaced' in why
