@@ -8,6 +8,9 @@
 #   make bench-calibrate  the simulator on the cluster runs' scenario, side by side
 
 SHELL := /bin/bash
+# The unit tests import Debian's mgr_module from /usr/share/ceph/mgr: no
+# byte code may be written next to it (a distro-owned folder).
+export PYTHONDONTWRITEBYTECODE := 1
 # The Ceph Python bindings are Debian packages for Debian's interpreter: use it,
 # not whichever python3 comes first on PATH.
 PYTHON := /usr/bin/python3

@@ -116,6 +116,9 @@ def new_module(inputs: Dict[str, Any]) -> Any:
 
 
 _install_stub()
+# mgr_module and mgr_util come from Debian's folder (MGR_DIR): importing
+# them must not write byte code there, whoever runs the tests and however.
+sys.dont_write_bytecode = True
 for _p in (str(SRC_MGR), str(MGR_DIR)):
     if _p not in sys.path:
         sys.path.insert(0, _p)
