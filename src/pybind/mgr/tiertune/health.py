@@ -5,6 +5,7 @@ import time
 from typing import Any, Dict, Hashable, List, Mapping, Optional, Tuple
 
 from .law import TYPICAL_BURST_S
+from .models import FIT_MIN_SAMPLES, FIT_MIN_WINDOW_S
 from .predictions import Band
 from .report import fmt_bytes
 from .state import Settings
@@ -107,12 +108,14 @@ def predicted_full(view: PoolView, horizon_s: float) -> Optional[Band]:
 def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   settings: Settings, hold: Optional[FullRiskHold] = None,
                   mono: float = 0.0,
-                  failures: Optional[Mapping[int, PoolFailure]] = None) -> Dict[str, Any]:
-    """TIERTUNE_NO_TARGET, TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK and
-    TIERTUNE_POOL_FAILED for the pools tiertune looks at (mode warn or on).
-    hold: the module's FullRiskHold, with the tick's monotonic time (mono),
-    keeps a pool's full-risk check raised FULL_RISK_CLEAR_S after its last
-    raise.  failures: the tuner's, by pool."""
+                  failures: Optional[Mapping[int, PoolFailure]] = None,
+                  history: Optional[Tuple[int, float]] = None) -> Dict[str, Any]:
+    """TIERTUNE_NO_TARGET, TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK,
+    TIERTUNE_POOL_FAILED and TIERTUNE_HISTORY_TOO_SHORT for the pools
+    tiertune looks at (mode warn or on).  hold: the module's FullRiskHold,
+    with the tick's monotonic time (mono), keeps a pool's full-risk check
+    raised FULL_RISK_CLEAR_S after its last raise.  failures: the tuner's,
+    by pool.  history: the history_size and sleep_interval options."""
     no_target: List[str] = []
     failed: List[str] = []
     full_risk: Dict[int, str] = {}
@@ -156,11 +159,29 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
     if blocked:
         checks['TIERTUNE_BOUNDS_BLOCK'] = _check(
             f'{len(blocked)} cache pool(s) need a change their tiertune bounds forbid', blocked)
+    too_short = history_too_short(*history) if history and tiers else None
+    if too_short:
+        checks['TIERTUNE_HISTORY_TOO_SHORT'] = _check(
+            'tiertune keeps too short a history to fit any pool: nothing is tuned', [too_short])
     if failed:
         checks['TIERTUNE_POOL_FAILED'] = _check(
             f'{len(failed)} cache pool(s) tiertune cannot fit or decide: left as they are',
             failed)
     return checks
+
+
+def history_too_short(history_size: int, sleep_interval: float) -> Optional[str]:
+    """Why no pool can ever be fitted under these options, or None: a full
+    history holds history_size - 1 intervals with rates, spanning that
+    many sleep_intervals, and a model needs FIT_MIN_SAMPLES of them
+    spanning FIT_MIN_WINDOW_S.  The options' own ranges allow less."""
+    rated, span = history_size - 1, (history_size - 1) * sleep_interval
+    if rated >= FIT_MIN_SAMPLES and span >= FIT_MIN_WINDOW_S:
+        return None
+    need = max(FIT_MIN_SAMPLES + 1, math.ceil(FIT_MIN_WINDOW_S / max(sleep_interval, 1e-9)) + 1)
+    return (f'history_size {history_size} at sleep_interval {sleep_interval:g}s holds '
+            f'{rated} interval(s) spanning {span:g}s; the models need {FIT_MIN_SAMPLES} '
+            f'spanning {FIT_MIN_WINDOW_S:g}s: set history_size to at least {need}')
 
 
 def pool_failed_line(pool: str, failure: PoolFailure) -> str:

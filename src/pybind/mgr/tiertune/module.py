@@ -30,7 +30,7 @@ from .state import (
     settings_to_store,
 )
 from .tick_cost import StepClock, TickCosts
-from .topology import CacheTier, cache_tiers, cluster_flags, rule_osd_ids, up_osds
+from .topology import CacheTier, cache_tiers, cluster_flags, rule_osd_ids, up_in_osd_ids
 from .tuner import Effects, Tuner
 
 SETTINGS_KEY = 'state'
@@ -342,7 +342,7 @@ class Module(Commands, MgrModule):
             # have set it up meanwhile) has a larger one than pool_max.
             pool_max = int(osd_map.get('pool_max', max(pools, default=-1)))
             self._flags = cluster_flags(osd_map)
-            self._limits = self._promote_limits(tiers, max(up_osds(osd_map), 1))
+            self._limits = self._promote_limits(tiers, up_in_osd_ids(osd_map))
         else:
             tiers = self._tiers
         clock = StepClock(parts)
@@ -392,7 +392,8 @@ class Module(Commands, MgrModule):
         clock.mark('changes')
         with self._lock:
             checks = health_checks(active, self._tuner.views, self._tuner.settings,
-                                   self._full_risk, mono, self._tuner.failures)
+                                   self._full_risk, mono, self._tuner.failures,
+                                   (int(self.history_size), float(self.sleep_interval)))
             calls = self._progress_calls(active, levels, before, mono)
         self._tick_checks = checks
         self._send_progress(calls)
@@ -534,9 +535,10 @@ class Module(Commands, MgrModule):
             self._health = checks
 
     def _promote_limits(self, tiers: Dict[int, CacheTier],
-                        up: int) -> Dict[int, models.PromoteLimits]:
+                        up_in: Set[int]) -> Dict[int, models.PromoteLimits]:
         """Per cache pool: the per-OSD promote throttle and how many OSDs
-        its CRUSH rule spans.  The throttle as the mon's config database
+        apply it: those of its CRUSH rule that are up and in, and no more
+        than its pg_num (only a PG's primary promotes).  The throttle as the mon's config database
         gives it to the first OSD of the pool's rule: a setting for the
         cache OSDs' device class (`osd/class:ssd`) or for one OSD applies
         (asked for plain `osd`, the mgr answers for osd.0, whatever its
@@ -559,9 +561,10 @@ class Module(Commands, MgrModule):
         for pid, t in tiers.items():
             ids = rule_osd_ids(crush, t.crush_rule)
             objects, nbytes = throttle(f'osd.{ids[0]}' if ids else 'osd')
+            osds = len(up_in.intersection(ids)) if ids else len(up_in)
             out[pid] = models.PromoteLimits(max_objects_sec_per_osd=objects,
                                             max_bytes_sec_per_osd=nbytes,
-                                            osds=max(len(ids) if ids else up, 1))
+                                            osds=max(min(osds, t.pg_num), 1))
         return out
 
     def _osd_option(self, entity: str, key: str, default: float) -> float:

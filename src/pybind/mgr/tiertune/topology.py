@@ -1,7 +1,7 @@
 """Cache-tier topology and settings, read from the OSD map's pool entries."""
 
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 MICRO = 1_000_000
 POOL_TYPE_ERASURE = 3  # pg_pool_t::TYPE_ERASURE
@@ -179,8 +179,9 @@ def rule_osd_ids(crush: Mapping[str, Any], rule_id: int) -> Optional[List[int]]:
     return sorted(seen) if seen or take['item'] in buckets else None
 
 
-def up_osds(osd_map: Mapping[str, Any]) -> int:
-    return sum(1 for o in osd_map.get('osds', []) if o.get('up'))
+def up_in_osd_ids(osd_map: Mapping[str, Any]) -> Set[int]:
+    """The OSDs that are up and in: those that can be a PG's primary."""
+    return {int(o['osd']) for o in osd_map.get('osds', []) if o.get('up') and o.get('in')}
 
 
 def pool_ids_by_name(osd_map: Mapping[str, Any]) -> Dict[str, int]:

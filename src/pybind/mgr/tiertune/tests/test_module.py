@@ -683,6 +683,22 @@ def test_an_error_in_the_promote_gate_fails_neither_status_nor_eval(burst, make_
     assert r.retval == 0 and json.loads(r.stdout)['model']['promote']['limiter'] == 'unknown'
 
 
+def test_options_under_which_no_pool_can_be_fitted_raise_a_health_check(burst, make_module):
+    """history_size x sleep_interval under what a model needs (5 intervals
+    spanning 60 s): nothing would ever be fitted or tuned, and status alone
+    said so, pool by pool."""
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    assert 'TIERTUNE_HISTORY_TOO_SHORT' not in m.health
+    m.history_size, m.sleep_interval = 30, 1
+    m.tick(recs[2]['mono'], recs[2]['wall'])
+    (detail,) = m.health['TIERTUNE_HISTORY_TOO_SHORT']['detail']
+    assert 'spanning 29s' in detail and 'history_size to at least 61' in detail
+    m.history_size = 61
+    m.tick(recs[3]['mono'], recs[3]['wall'])
+    assert 'TIERTUNE_HISTORY_TOO_SHORT' not in m.health
+
+
 def idle_minute_then_the_burst(burst):
     """The recorded burst after a minute and a quarter of idle ticks (its
     first sample's inputs, every 15 s): a module that ran before the burst
@@ -1258,16 +1274,22 @@ def test_the_promote_throttle_is_the_one_the_cache_pools_osds_get(burst, make_mo
 
     m._ceph_get_foreign_option = lambda entity, key: option(entity, key)
     m.get_osdmap = OSDMap
-    limits = m._promote_limits(fast, up=4)[pid]
+    every = {0, 1, 2, 3}
+    limits = m._promote_limits(fast, every)[pid]
     assert (limits.max_objects_sec_per_osd, limits.osds) == (100.0, 2)
     assert set(asked) == {'osd.0'}              # the rule's first OSD, once per option
     slow = {pid: dataclasses.replace(tiers[pid], crush_rule=3)}
-    assert m._promote_limits(slow, up=4)[pid].max_objects_sec_per_osd == 1.0
+    assert m._promote_limits(slow, every)[pid].max_objects_sec_per_osd == 1.0
     assert asked[-1] == 'osd.2'
-    # no such rule: plain `osd`, and every up OSD
+    # no such rule: plain `osd`, and every OSD up and in
     none = {pid: dataclasses.replace(tiers[pid], crush_rule=9)}
-    limits = m._promote_limits(none, up=4)[pid]
+    limits = m._promote_limits(none, every)[pid]
     assert asked[-1] == 'osd' and limits.osds == 4
+    # An OSD of the rule down or out throttles nothing; nor do more OSDs
+    # than the pool has PGs (only primaries promote).
+    assert m._promote_limits(fast, {0, 2, 3})[pid].osds == 1
+    one_pg = {pid: dataclasses.replace(tiers[pid], crush_rule=1, pg_num=1)}
+    assert m._promote_limits(one_pg, every)[pid].osds == 1
 
 
 def test_a_ticks_change_is_in_the_store_before_its_first_command(burst, make_module,
