@@ -14,7 +14,10 @@ OSD_AGENT_SLOP = 0.02
 # The highest a bound may allow.  A PG in an idle mode starts flushing (or
 # evicting) only past its ratio plus the slop (ratio x 1.02), and at 100%
 # of its share it is FULL and blocks writes: at or above 1 / 1.02 = 0.9804
-# it would go straight from idle to FULL.
+# it would go straight from idle to FULL however small its objects.  A
+# ceiling, not a guarantee: a PG's level moves an object at a time, and
+# with few objects to a PG's share one object can still take it from
+# under its ratio to FULL at 0.95 as at 0.98.
 RATIO_MAX = 0.98
 
 

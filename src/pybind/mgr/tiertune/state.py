@@ -6,13 +6,14 @@ for each pool's decisions) and writes a key only when it changed.
 """
 
 import base64
+import dataclasses
 import json
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
-from .bounds import Bounds, Knobs, as_dict, bounds_from_dict, knobs_from_dict
+from .bounds import RATIO_MAX, Bounds, Knobs, as_dict, bounds_from_dict, knobs_from_dict
 from .stepping import same
 from .topology import Ratios
 
@@ -203,7 +204,16 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
                 # Not the default mode, which may be `on`: it may have meant off.
                 problems.append(f'pool {key}: mode {pool_mode!r} unknown; mode warn')
                 value = {**value, 'mode': 'warn'}
-            settings.pools[int(key)] = PoolState.from_dict(value)
+            state = PoolState.from_dict(value)
+            over = [k for k, v in as_dict(state.bounds).items() if RATIO_MAX < v <= 1.0]
+            if over:
+                # Accepted by an earlier version; now refused by `set`, and
+                # held as a problem: left as stored, no single `set` could
+                # mend two of them.
+                problems.append(f'pool {key}: bound(s) {", ".join(over)} above {RATIO_MAX} '
+                                f'read as {RATIO_MAX}')
+                state.bounds = dataclasses.replace(state.bounds, **{k: RATIO_MAX for k in over})
+            settings.pools[int(key)] = state
         except UNREADABLE as e:
             problems.append(f'pool {key}: settings unreadable ({type(e).__name__}: {e}); '
                             f'default bounds, mode warn')

@@ -210,3 +210,16 @@ def test_settings_over_the_mons_limit_are_stored_compressed_and_read_back():
     for bad in ('{"zlib": "!!"}', '{"zlib": "eJw="}'):
         back, problems = settings_from_store(bad)
         assert back == Settings() and problems, bad
+
+
+def test_bounds_stored_above_the_limit_are_read_at_it_and_said():
+    """An earlier version accepted bounds up to 1.0; now `set` refuses them,
+    and two of them stored would each block `set` from mending the other."""
+    s, problems = settings_from_store('{"mode": "on", "pools": {"3": {"bounds": '
+                                      '{"dirty_high_ratio_max": 1.0, "full_ratio_min": 0.99, '
+                                      '"full_ratio_max": 1.0}}}}')
+    b = s.pools[3].bounds
+    assert (b.dirty_high_ratio_max, b.full_ratio_min, b.full_ratio_max) == (0.98, 0.98, 0.98)
+    assert b.problem() is None and s.pools[3].mode is None
+    assert problems == ['pool 3: bound(s) dirty_high_ratio_max, full_ratio_min, full_ratio_max '
+                        'above 0.98 read as 0.98']
