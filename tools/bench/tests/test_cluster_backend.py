@@ -120,13 +120,11 @@ def test_no_tier_run_sends_the_clients_io_to_the_base_pool(tmp_path: Path) -> No
     m = rec.metrics
     assert m['throughput_mib_s_mean'] > 0 and rec.params['client_ops'] > 0
     counters = rec.params['pool_counters_delta']
-    # The cache served no client op.  Its own hit-set archives are writes
-    # too (a clean-clone run saw 2 in this test's 50 s, with bloom hit sets
-    # every 60 s): at most a new archive and a trimmed one per PG per
-    # hit_set_period that ends in the run.
-    pg_num = scn.load(SMOKE).pg_num
-    assert counters['cache']['num_read'] == 0
-    assert counters['cache']['num_write'] <= 2 * pg_num < rec.params['client_ops']
+    # The cache served no client op.  (Two clean-clone runs saw 2 writes,
+    # then 3 promotions, in the cache pool: the image was made through the
+    # tier just before, and the OSDs reported it after the run's first
+    # counters.  The overlay now goes before the image is made.)
+    assert counters['cache']['num_read'] == 0 and counters['cache']['num_write'] == 0
     assert counters['base']['num_write'] > 0
     assert m['flushed_bytes'] == 0 and m['promotes'] == 0 and m['hit_ratio'] == 0
     assert m['blocked_write_s'] == 0
