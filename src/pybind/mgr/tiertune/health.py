@@ -1,13 +1,12 @@
 """The module's health checks, computed in one place from a tick's results."""
 
 import math
-import time
 from typing import Any, Dict, Hashable, List, Mapping, Optional, Tuple
 
 from .law import TYPICAL_BURST_S
 from .models import FIT_MIN_SAMPLES, FIT_MIN_WINDOW_S
 from .predictions import Band
-from .report import fmt_bytes
+from .report import fmt_bytes, fmt_wall
 from .state import Settings
 from .topology import CacheTier
 from .tuner import PoolFailure, PoolView
@@ -185,18 +184,17 @@ def history_too_short(history_size: int, sleep_interval: float) -> Optional[str]
 
 
 def pool_failed_line(pool: str, failure: PoolFailure) -> str:
-    since = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(failure.since_wall))
-    return (f'pool {pool}: every tick since {since} ({failure.ticks}) failed to fit or '
-            f'decide it: {failure.error} (the mgr log has the traceback); its ratios are '
-            f'left as they are, the other pools are tuned')
+    return (f'pool {pool}: every tick since {fmt_wall(failure.since_wall)} ({failure.ticks}) '
+            f'failed to fit or decide it: {failure.error} (the mgr log has the traceback); '
+            f'its ratios are left as they are, the other pools are tuned')
 
 
 def tick_failed_check(failures: int, since_wall: float, error: str) -> Dict[str, Any]:
     """TIERTUNE_TICK_FAILED: the loop has failed `failures` ticks in a row,
     the first at since_wall; error is the latest.  The tick's own checks
     stay as the last tick that ran left them."""
-    since = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since_wall))
     return _check(f'tiertune has failed {failures} ticks in a row: it is not tuning',
-                  [f'every tick since {since} failed; the latest: {error} (the mgr log has '
+                  [f'every tick since {fmt_wall(since_wall)} failed; the latest: {error} '
+                   f'(the mgr log has '
                    f'the traceback; the other tiertune checks are as the last good tick '
                    f'left them)'])

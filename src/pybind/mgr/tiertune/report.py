@@ -112,6 +112,11 @@ def fmt_bytes(n: Optional[float]) -> str:
     return f'{v:.1f} PiB'  # not reached
 
 
+def fmt_wall(t: float) -> str:
+    """A wall-clock time (seconds since the epoch) as local time."""
+    return time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t))
+
+
 def fmt_pct(v: Optional[float]) -> str:
     return '-' if v is None else f'{v * 100:.1f}%'
 
@@ -173,9 +178,8 @@ def note_lines(rows: List[Dict[str, Any]]) -> str:
     for r in rows:
         e = r.get('error')
         if e:
-            since = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e['since']))
             lines.append(f'pool {r["pool"]}: not fitted or decided, {e["ticks"]} tick(s) since '
-                         f'{since}: {e["error"]} (see the mgr log)\n')
+                         f'{fmt_wall(e["since"])}: {e["error"]} (see the mgr log)\n')
         autotune = r.get('autotune') or {}
         manual = autotune.get('manual_change')
         if manual and autotune.get('mode') == 'warn':    # not once set off since
@@ -192,8 +196,7 @@ def format_history(records: List[Dict[str, Any]]) -> str:
         return 'no decisions yet\n'
     lines = []
     for r in records:
-        when = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r['time']))
-        lines.append(f'{when}  {r["pool"]}  {_dhf(r["old"])} -> {_dhf(r["new"])}  '
+        lines.append(f'{fmt_wall(r["time"])}  {r["pool"]}  {_dhf(r["old"])} -> {_dhf(r["new"])}  '
                      f'{r["result"]}: {r["reason"]}')
     return '\n'.join(lines) + '\n'
 

@@ -25,7 +25,7 @@ from typing import (
 
 from . import actuation, controller, models
 from .rates import HistoryBook, HistoryEntry
-from .sampling import AgentLevels, agent_levels
+from .sampling import AgentLevels, PoolCounters, agent_levels
 from .state import HISTORY_KEEP, DecisionRecord, PlannedChange, Settings, ratios_from_dict
 from .stepping import same
 from .topology import CacheTier, Ratios
@@ -637,20 +637,24 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
     if age > STALE_TICKS * sleep_interval:
         reasons.append(f'stats are stale: the latest sample is {age:.0f}s old')
     latest = entries[-1].sample
-    c = latest.counters
-    if c.num_objects_degraded or c.num_objects_misplaced or c.num_objects_unfound:
-        reasons.append(f'not all objects are clean ({c.num_objects_degraded} degraded, '
-                       f'{c.num_objects_misplaced} misplaced, {c.num_objects_unfound} unfound)')
-    b = latest.base
+    unclean = _unclean(latest.counters)
+    if unclean:
+        reasons.append(f'not all objects are clean ({unclean})')
     # The base too: recovery there is no client IO, so the base reads idle
     # and the law would drain into it, each flush to a degraded object
     # waiting for its recovery and competing with the backfill.
-    if b is not None and (b.num_objects_degraded or b.num_objects_misplaced
-                          or b.num_objects_unfound):
-        reasons.append(f'not all objects of base pool {tier.base_pool} are clean '
-                       f'({b.num_objects_degraded} degraded, {b.num_objects_misplaced} '
-                       f'misplaced, {b.num_objects_unfound} unfound)')
+    unclean = _unclean(latest.base) if latest.base is not None else None
+    if unclean:
+        reasons.append(f'not all objects of base pool {tier.base_pool} are clean ({unclean})')
     return reasons
+
+
+def _unclean(c: PoolCounters) -> Optional[str]:
+    """The pool's degraded, misplaced and unfound objects, when it has any."""
+    if c.num_objects_degraded or c.num_objects_misplaced or c.num_objects_unfound:
+        return (f'{c.num_objects_degraded} degraded, {c.num_objects_misplaced} misplaced, '
+                f'{c.num_objects_unfound} unfound')
+    return None
 
 
 VAR_RATIO = {var: name for name, var in actuation.POOL_VARS.items()}
