@@ -38,6 +38,20 @@ def samples_by_phase(rec: Dict[str, Any], phase: str) -> List[Dict[str, Any]]:
     return [s for s in rec['samples'] if s['phase'] == phase]
 
 
+def force_change(monkeypatch: Any, target: Any) -> None:
+    """Make the controller ask for `target`, a Ratios (the law itself is
+    tested alone)."""
+    import dataclasses
+
+    from tiertune import controller
+    real = controller.decide
+
+    def decide(inp: Any) -> Any:
+        return dataclasses.replace(real(inp), action='change', next=target,
+                                   recommended=target, reasons=('test: forced',))
+    monkeypatch.setattr(controller, 'decide', decide)
+
+
 @pytest.fixture
 def make_module() -> Any:
     """Build the real tiertune Module class on the stub ceph_module, the way

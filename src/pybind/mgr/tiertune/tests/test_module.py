@@ -11,7 +11,7 @@ import time
 import pytest
 from mgr_module import NotifyType
 
-from conftest import samples_by_phase
+from conftest import force_change, samples_by_phase
 from tiertune.report import COLUMNS
 from tiertune.sampling import TICK_SOURCES
 from tiertune.state import ratios_from_dict
@@ -1103,7 +1103,6 @@ def test_on_again_after_a_hand_change_in_warn_mode_stays_on(burst, make_module, 
     """on, a change by tiertune, warn, a ratio set by hand, on: the operator
     said on with the hand-set ratio in place, so it is where tiertune goes
     on from, not a change to respect by going back to warn."""
-    import dataclasses
 
     from tiertune import controller
     from tiertune.topology import Ratios
@@ -1114,9 +1113,7 @@ def test_on_again_after_a_hand_change_in_warn_mode_stays_on(burst, make_module, 
     sets = []
     monkeypatch.setattr(m, '_pool_set', lambda *args: sets.append(args))
     real = controller.decide
-    monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
-        real(inp), action='change', next=Ratios(0.2, 0.6, 0.8),
-        recommended=Ratios(0.2, 0.6, 0.8), reasons=('test: forced',)))
+    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
     assert m._cmd_mode(pool, 'on').retval == 0
     m.tick(recs[6]['mono'], recs[6]['wall'])
     ps = m._tuner.settings.pools[pid]
@@ -1156,19 +1153,14 @@ def test_commands_answer_while_the_tick_waits_for_the_mon(burst, make_module, mo
     for the mon, status and eval answer, a reset of the pool being changed
     is EBUSY (not interleaved with the tick's commands), a mode change is
     kept; the tick then records its change, and the store ends with both."""
-    import dataclasses
     import threading
 
-    from tiertune import controller
     from tiertune.topology import Ratios
     recs = burst['samples']
     pool = burst['spec']['cache_pool']
     m, get = run_ticks(make_module, recs[:6])
     (pid,) = m._tiers
-    real = controller.decide
-    monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
-        real(inp), action='change', next=Ratios(0.2, 0.3, 0.9),
-        recommended=Ratios(0.2, 0.3, 0.9), reasons=('test: forced',)))
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
     assert m._cmd_mode(pool, 'on').retval == 0
     in_mon, mon_answers, sets = threading.Event(), threading.Event(), []
 
@@ -1297,18 +1289,13 @@ def test_a_ticks_change_is_in_the_store_before_its_first_command(burst, make_mod
     """The tick stores its plan (the settings' `planned`) before the first
     `osd pool set`: a mgr that fails over part way through finds the plan,
     and takes the ratios it meets as tiertune's own, not a hand change."""
-    import dataclasses
 
-    from tiertune import controller
     from tiertune.topology import Ratios
     recs = burst['samples']
     pool = burst['spec']['cache_pool']
     m, get = run_ticks(make_module, recs[:6])
     (pid,) = m._tiers
-    real = controller.decide
-    monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
-        real(inp), action='change', next=Ratios(0.2, 0.3, 0.9),
-        recommended=Ratios(0.2, 0.3, 0.9), reasons=('test: forced',)))
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
     assert m._cmd_mode(pool, 'on').retval == 0
     stored_at_each_set = []
 

@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 import pytest
 
-from conftest import RecordingGetter
+from conftest import RecordingGetter, force_change
 from tiertune.controller import Decision
 from tiertune.rates import HistoryBook
 from tiertune.sampling import agent_levels, take_samples
@@ -63,19 +63,6 @@ def test_warn_decides_but_never_sets(burst):
     assert pid in t.views and isinstance(t.views[pid].decision, Decision)
     assert t.views[pid].mode == 'warn'
     assert mgr.sets == [] and mgr.audits == [] and not t.history(pid)
-
-
-def force_change(monkeypatch, target: Ratios):
-    """Make the controller ask for `target` (the law itself is tested alone)."""
-    from tiertune import controller
-
-    real = controller.decide
-
-    def decide(inp):
-        d = real(inp)
-        return dataclasses.replace(d, action='change', next=target, recommended=target,
-                                   reasons=('test: forced',))
-    monkeypatch.setattr(controller, 'decide', decide)
 
 
 def test_on_applies_in_order_records_and_audits(burst, monkeypatch):
