@@ -15,6 +15,7 @@ from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
 from .bounds import with_setting
 from .report import format_history, format_table, note_lines, status_row
+from .splits import SplitWatch, with_invalid_stats
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
 from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool, pool_ids_by_name
@@ -66,6 +67,7 @@ class Commands:
         _book: HistoryBook
         _tick_costs: TickCosts
         _limits: Dict[int, PromoteLimits]
+        _splits: SplitWatch
         sleep_interval: int
         log: logging.Logger
 
@@ -90,8 +92,13 @@ class Commands:
         err = check_pool(osd_map, pool)
         if err:
             return err
-        (tier,) = [t for t in cache_tiers(osd_map).values() if t.pool == pool]
+        (tier,) = [t for t in self._cache_tiers(osd_map).values() if t.pool == pool]
         return tier, osd_map
+
+    def _cache_tiers(self, osd_map: Dict[str, Any]) -> Dict[int, CacheTier]:
+        """The OSD map's cache tiers, with their PGs' invalid stats as the
+        tick last read them (splits)."""
+        return with_invalid_stats(cache_tiers(osd_map), self._splits.invalid)
 
     def _reply(self, obj: Any, fmt: str, plain: str) -> HandleCommandResult:
         if fmt == 'plain':
@@ -125,7 +132,7 @@ class Commands:
 
     def status_rows(self, osd_map: Dict[str, Any],
                     pool: Optional[str] = None) -> List[Dict[str, Any]]:
-        tiers = cache_tiers(osd_map)
+        tiers = self._cache_tiers(osd_map)
         now = time.monotonic()
         with self._lock:
             return [status_row(t, self._book.get(pid), now, self._tuner.views.get(pid),

@@ -109,8 +109,8 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   mono: float = 0.0,
                   failures: Optional[Mapping[int, PoolFailure]] = None,
                   history: Optional[Tuple[int, float]] = None) -> Dict[str, Any]:
-    """TIERTUNE_NO_TARGET, TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK,
-    TIERTUNE_POOL_FAILED and TIERTUNE_HISTORY_TOO_SHORT for the pools
+    """TIERTUNE_NO_TARGET, TIERTUNE_SPLIT_UNSCRUBBED, TIERTUNE_CACHE_FULL_RISK,
+    TIERTUNE_BOUNDS_BLOCK, TIERTUNE_POOL_FAILED and TIERTUNE_HISTORY_TOO_SHORT for the pools
     tiertune looks at (mode warn or on).  hold: the module's FullRiskHold,
     with the tick's monotonic time (mono), keeps a pool's full-risk check
     raised FULL_RISK_CLEAR_S after its last raise.  failures: the tuner's,
@@ -119,8 +119,14 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
     failed: List[str] = []
     full_risk: Dict[int, str] = {}
     blocked: List[str] = []
+    unscrubbed: List[str] = []
     by_name = sorted(tiers.items(), key=lambda kv: kv[1].pool)
     for pid, tier in by_name:
+        if tier.invalid_stats_pgs:
+            unscrubbed.append(
+                f'pool {tier.pool}: {tier.invalid_stats_pgs} of its PGs have had no scrub since '
+                f'a PG split: its agent neither flushes nor evicts on them, and writes to them '
+                f'wait once they fill (ceph osd pool scrub {tier.pool})')
         if not tier.has_target:
             no_target.append(f'pool {tier.pool} has no target_max_bytes/objects: its agent '
                              f'never flushes or evicts, and writes block once it fills')
@@ -148,6 +154,10 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         full_risk = hold.hold(full_risk, under, mono)
     risky = [full_risk[pid] for pid, _ in by_name if pid in full_risk]
     checks: Dict[str, Any] = {}
+    if unscrubbed:
+        checks['TIERTUNE_SPLIT_UNSCRUBBED'] = _check(
+            f'{len(unscrubbed)} cache pool(s) with PGs left idle by a split until scrubbed',
+            unscrubbed)
     if no_target:
         checks['TIERTUNE_NO_TARGET'] = _check(
             f'{len(no_target)} cache pool(s) without target_max_bytes/objects', no_target)

@@ -21,6 +21,7 @@ from .options import OPTION_NAMES, OPTIONS, within_bounds
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
+from .splits import RECHECK_TICKS, SplitWatch, split_watch_from_store, with_invalid_stats
 from .state import (
     UNREADABLE,
     DecisionRecord,
@@ -41,6 +42,9 @@ UNREADABLE_SETTINGS_KEY = 'state.unreadable'
 SETTINGS_MAX_TEXT_BYTES = 64 * 1024
 HISTORY_PREFIX = 'history/'
 SAMPLES_PREFIX = 'samples/'
+# The cache pools' pg_num as last seen, and the pools whose PGs are read
+# for invalid stats (splits.SplitWatch).
+SPLITS_KEY = 'splits'
 # At most this many pools' samples are written per tick: the tick's cost
 # is bounded (tools/bench/module_cost.py), and encoding a pool's 120
 # samples costs 0.1 to 0.4 ms (less when most rows are cached from its last
@@ -100,6 +104,8 @@ class Module(Commands, MgrModule):
         # Store writes taken under the lock, made after it (see _stage).
         self._staged: Dict[str, str] = {}
         self._store_lock = threading.Lock()
+        # Only the tick reads and changes it (outside the lock).
+        self._splits = SplitWatch()
 
     # ----- options and persistence ------------------------------------------------
     def config_notify(self) -> None:
@@ -170,6 +176,9 @@ class Module(Commands, MgrModule):
                     self.log.warning('stored %s not used: %s: %s', key, type(e).__name__, e)
             self._restore_samples_locked(time.monotonic() if mono is None else mono,
                                          time.time() if wall is None else wall)
+            self._splits, problems = split_watch_from_store(self.get_store(SPLITS_KEY))
+            for p in problems:
+                self.log.warning('%s', p)
             self._loaded = True
 
     def _restore_samples_locked(self, mono: float, wall: float) -> None:
@@ -346,7 +355,9 @@ class Module(Commands, MgrModule):
         else:
             tiers = self._tiers
         clock = StepClock(parts)
-        samples = take_samples(self.get, tiers, mono, wall) if self._pg_stats_ready() else {}
+        ready = self._pg_stats_ready()
+        tiers, splits_text = self._watch_splits(tiers, pools is not None, ready, clock)
+        samples = take_samples(self.get, tiers, mono, wall) if ready else {}
         clock.mark('pool_stats')
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
         with self._lock:
@@ -366,6 +377,8 @@ class Module(Commands, MgrModule):
             saves.update(self._samples_to_save_locked(samples.keys(), tiers.keys(), mono))
             if pools is not None:
                 saves.update(self._forget_deleted_pools_locked(pools, pool_max))
+            if splits_text is not None:
+                saves[SPLITS_KEY] = splits_text
             active = {pid: t for pid, t in tiers.items()
                       if self._tuner.settings.effective_mode(pid) != 'off'}
             # Each pool's newest decision record before the step: a record
@@ -401,6 +414,28 @@ class Module(Commands, MgrModule):
         for key, text in saves.items():
             self.set_store(key, text)
         clock.mark('store')
+
+    def _watch_splits(self, tiers: Dict[int, CacheTier], map_read: bool, pg_ready: bool,
+                      clock: StepClock) -> Tuple[Dict[int, CacheTier], Optional[str]]:
+        """The tiers with their PGs' invalid stats as last read (see
+        splits), reading them when due; and the watch to store, when it
+        changed.  map_read: tiers are new from the OSD map; pg_ready: see
+        _pg_stats_ready (until then the PGs not reported yet read as none)."""
+        watch = self._splits
+        changed = watch.observe(tiers) if map_read else False
+        before = dict(watch.invalid)
+        if pg_ready and watch.due():
+            try:
+                changed = watch.read(self.get('pg_stats'), tiers) or changed
+            except Exception as e:
+                watch.failed()
+                self.log.warning('PG stats not read for invalid stats after a split '
+                                 '(tried again in %d ticks): %s: %s', RECHECK_TICKS,
+                                 type(e).__name__, e)
+            clock.mark('pg_stats')
+        if map_read or watch.invalid != before:
+            tiers = with_invalid_stats(tiers, watch.invalid)
+        return tiers, watch.to_store() if changed else None
 
     def _sample_due_locked(self, pid: int, mono: float) -> bool:
         """Whether a tick a command woke keeps the pool's new sample: only

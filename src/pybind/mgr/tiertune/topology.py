@@ -68,6 +68,33 @@ class CacheTier:
     # their flushes and promotions land in the base's counters too, which
     # this tier's cannot tell from its own proxied IO (see sampling).
     other_tiers: Tuple[str, ...] = ()
+    # What the pool's PG count is moving to (pg_num_target and the
+    # placement count, pgp_num, with its target; pg_num_pending is a merge
+    # about to happen).  The mgr moves pg_num and pgp_num a step at a time:
+    # they differ from their targets while PGs split, merge or move.
+    pg_num_target: int = 0
+    pg_num_pending: int = 0
+    pgp_num: int = 0
+    pgp_num_target: int = 0
+    # The pool's `full` flag (its quota reached, or an OSD it maps to full),
+    # and the base pool's.  Writes to a full pool wait: a full base takes
+    # neither the agent's flushes nor, with the overlay, client writes
+    # (the client's Objecter pauses writes by the pool they are addressed
+    # to, the base).
+    full: bool = False
+    base_full: bool = False
+    # PGs whose stats a split left invalid, and the pool's PGs, as the
+    # module last read them (splits.SplitWatch; not in the OSD map).
+    invalid_stats_pgs: int = 0
+
+    @property
+    def pg_change(self) -> Optional[str]:
+        """The PG count change in progress, in words; None when there is none."""
+        moves = [f'{what} {now} -> {to}' for what, now, to in (
+            ('pg_num', self.pg_num, self.pg_num_target),
+            ('pg_num', self.pg_num, self.pg_num_pending),
+            ('pgp_num', self.pgp_num, self.pgp_num_target)) if to and now != to]
+        return ', '.join(dict.fromkeys(moves)) or None
 
     @property
     def clients_go(self) -> str:
@@ -98,6 +125,10 @@ def _hit_set(p: Mapping[str, Any]) -> HitSetSettings:
     )
 
 
+def _full(p: Mapping[str, Any]) -> bool:
+    return 'full' in str(p.get('flags_names', '')).split(',')
+
+
 def is_cache_pool(p: Mapping[str, Any]) -> bool:
     return int(p.get('tier_of', -1)) >= 0 and p.get('cache_mode', 'none') != 'none'
 
@@ -110,6 +141,7 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
     overlays = {int(p['pool']): (int(p.get('read_tier', -1)), int(p.get('write_tier', -1)))
                 for p in pools}
     erasure = {int(p['pool']) for p in pools if int(p.get('type', 1)) == POOL_TYPE_ERASURE}
+    full = {int(p['pool']) for p in pools if _full(p)}
     tiers_of: Dict[int, List[str]] = {}
     for p in pools:
         if is_cache_pool(p):
@@ -142,6 +174,12 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             overlay=pid in overlays.get(base_id, (pid, pid)),
             overlay_pool=names.get(overlays.get(base_id, (-1, -1))[0], ''),
             other_tiers=tuple(sorted(n for n in tiers_of[base_id] if n != p['pool_name'])),
+            pg_num_target=int(p.get('pg_num_target', 0)),
+            pg_num_pending=int(p.get('pg_num_pending', 0)),
+            pgp_num=int(p.get('pg_placement_num', 0)),
+            pgp_num_target=int(p.get('pg_placement_num_target', 0)),
+            full=pid in full,
+            base_full=base_id in full,
         )
     return tiers
 

@@ -52,6 +52,15 @@ def force_change(monkeypatch: Any, target: Any) -> None:
     monkeypatch.setattr(controller, 'decide', decide)
 
 
+def restart(get: Any, history_size: int = 120, sleep_interval: int = 30) -> Any:
+    """A new Module on the same store: a mgr restart or failover."""
+    from tiertune.module import Module
+    m2 = Module('tiertune', None, None)
+    m2.get = get  # type: ignore[method-assign]
+    m2.history_size, m2.sleep_interval = history_size, sleep_interval
+    return m2
+
+
 @pytest.fixture
 def make_module() -> Any:
     """Build the real tiertune Module class on the stub ceph_module, the way

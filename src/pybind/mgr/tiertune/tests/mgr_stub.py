@@ -94,6 +94,10 @@ class RecordingGetter:
         if name == 'pg_ready' and name not in self.inputs:
             # Recorded inputs come from a mgr whose OSDs had all reported.
             return {'pg_ready': True}
+        if name == 'pg_stats' and name not in self.inputs:
+            # Read after a tier is first seen (splits): recorded inputs
+            # without it had no PG with invalid stats.
+            return {'pg_stats': []}
         return self.inputs[name]
 
 

@@ -11,9 +11,9 @@ import time
 import pytest
 from mgr_module import NotifyType
 
-from conftest import force_change, samples_by_phase
+from conftest import force_change, restart, samples_by_phase
 from tiertune.report import COLUMNS
-from tiertune.sampling import TICK_SOURCES
+from tiertune.sampling import SPLIT_SOURCE, TICK_SOURCES
 from tiertune.state import ratios_from_dict
 
 O_PG_SOURCES = {'pg_dump', 'pg_stats', 'pg_summary', 'pg_progress'}
@@ -27,8 +27,15 @@ def run_ticks(make_module, recs):
     return m, get
 
 
-def test_tick_never_asks_for_per_pg_data(burst, make_module):
-    m, get = run_ticks(make_module, burst['samples'])
+def test_a_steady_tick_never_asks_for_per_pg_data(burst, make_module):
+    """Per-PG data only on the tick that first sees the tier (its PGs may
+    have invalid stats from a split: see splits), never after."""
+    m, get = run_ticks(make_module, burst['samples'][:1])
+    assert get.asked.count(SPLIT_SOURCE) == 1
+    get.asked.clear()
+    for rec in burst['samples'][1:]:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
     assert get.asked, 'the tick read nothing'
     assert set(get.asked) <= set(TICK_SOURCES)
     assert not O_PG_SOURCES & set(get.asked)
@@ -84,8 +91,9 @@ def test_status_reports_what_the_ticks_cost(burst, make_module):
     assert 0 < tick['cpu_ms_last'] <= tick['cpu_ms_max']
     assert tick['cpu_ms_median'] <= tick['cpu_ms_max'] and tick['wall_ms_last'] > 0
     parts = tick['cpu_ms_median_parts']
-    assert set(parts) == {'pool_stats', 'history', 'models_and_law', 'changes', 'health_progress',
-                          'store'}
+    # pg_stats: the first tick read the new tier's PGs (see splits).
+    assert set(parts) == {'pg_stats', 'pool_stats', 'history', 'models_and_law', 'changes',
+                          'health_progress', 'store'}
     assert all(v >= 0 for v in parts.values()) and parts['models_and_law'] > 0
     assert sum(parts.values()) <= 5 * tick['cpu_ms_max']
     assert m._cmd_status().stdout.splitlines()[-1].startswith('last tick: ')
@@ -100,8 +108,9 @@ def test_a_failed_tick_is_counted_too(burst, make_module):
         m.tick()
     tick = json.loads(m._cmd_status(format='json').stdout)['tick']
     assert tick['ticks'] == 1
-    # It failed in the models: the steps before it were counted.
-    assert set(tick['cpu_ms_median_parts']) == {'pool_stats', 'history'}
+    # It failed in the models: the steps before it were counted (pg_stats:
+    # the tier is new, see splits).
+    assert set(tick['cpu_ms_median_parts']) == {'pg_stats', 'pool_stats', 'history'}
 
 
 def test_status_before_the_first_tick_shows_settings_without_levels(burst, make_module):
@@ -835,15 +844,6 @@ def test_history_of_a_pool_that_is_no_longer_a_tier(burst, make_module):
     assert [h['reason'] for h in out['history']] == ['x']
     assert m._cmd_history(burst['spec']['base_pool']).retval == -errno.EINVAL
     assert m._cmd_history('nosuchpool').retval == -errno.ENOENT
-
-
-def restart(get, history_size=120, sleep_interval=30):
-    """A new Module on the same store: a mgr restart or failover."""
-    from tiertune.module import Module
-    m2 = Module('tiertune', None, None)
-    m2.get = get
-    m2.history_size, m2.sleep_interval = history_size, sleep_interval
-    return m2
 
 
 def run_ticks_saving_every_tick(make_module, recs):

@@ -122,3 +122,47 @@ def test_synthetic_rule_osd_ids_are_the_class_the_rule_takes():
 def test_crush_rule_of_the_cache_pool(burst):
     (tier,) = cache_tiers(burst['samples'][0]['inputs']['osd_map']).values()
     assert tier.crush_rule >= 1   # the harness's `fast` rule, not the default
+
+
+def _cache_entry(osd_map, tier_of):
+    return next(p for p in osd_map['pools'] if (p['tier_of'] >= 0) == tier_of)
+
+
+def test_pg_count_changes_in_progress_as_the_osd_map_dumps_them(burst):
+    osd_map = copy.deepcopy(burst['samples'][0]['inputs']['osd_map'])
+    (tier,) = cache_tiers(osd_map).values()
+    # The recording's pool was at rest: every count at its target.
+    assert tier.pg_change is None and tier.pg_num_target == tier.pg_num == tier.pgp_num
+    cache = _cache_entry(osd_map, True)
+    n = cache['pg_num']
+    # `osd pool set cache pg_num 2n` as Pacific's mon dumps it first: the
+    # targets move, the mgr then walks pg_num and pgp_num to them.
+    cache.update(pg_num_target=2 * n, pg_placement_num_target=2 * n)
+    (tier,) = cache_tiers(osd_map).values()
+    assert tier.pg_change == f'pg_num {n} -> {2 * n}, pgp_num {n} -> {2 * n}'
+    cache.update(pg_num=2 * n, pg_num_pending=2 * n)
+    (tier,) = cache_tiers(osd_map).values()
+    assert tier.pg_change == f'pgp_num {n} -> {2 * n}'
+    cache.update(pg_placement_num=2 * n)
+    assert next(iter(cache_tiers(osd_map).values())).pg_change is None
+    # A merge: pg_num_pending is the count about to be.
+    cache.update(pg_num_target=n, pg_num_pending=2 * n - 1, pg_placement_num=2 * n - 1,
+                 pg_placement_num_target=n)
+    assert next(iter(cache_tiers(osd_map).values())).pg_change == (
+        f'pg_num {2 * n} -> {n}, pg_num {2 * n} -> {2 * n - 1}, pgp_num {2 * n - 1} -> {n}')
+
+
+def test_full_pools_are_read_from_their_flags(burst):
+    osd_map = copy.deepcopy(burst['samples'][0]['inputs']['osd_map'])
+    (tier,) = cache_tiers(osd_map).values()
+    assert not tier.full and not tier.base_full
+    # As the mon flags a base over its quota (seen on 16.2.15).
+    _cache_entry(osd_map, False)['flags_names'] = 'hashpspool,full,full_quota'
+    (tier,) = cache_tiers(osd_map).values()
+    assert tier.base_full and not tier.full
+    _cache_entry(osd_map, True)['flags_names'] = 'hashpspool,incomplete_clones,full'
+    (tier,) = cache_tiers(osd_map).values()
+    assert tier.base_full and tier.full
+    # nearfull is no full.
+    _cache_entry(osd_map, False)['flags_names'] = 'hashpspool,nearfull'
+    assert not next(iter(cache_tiers(osd_map).values())).base_full

@@ -1,0 +1,147 @@
+"""PGs a split left with invalid stats (splits.py): read only when a cache
+pool is new or its pg_num moved, shown, held and raised while they last."""
+
+import copy
+import json
+
+from conftest import restart
+from tiertune.splits import RECHECK_TICKS, SplitWatch, invalid_stats_pgs, split_watch_from_store
+
+
+def pg(pgid, invalid):
+    # The fields of get('pg_stats') entries the watch reads (dump_pg_stats).
+    return {'pgid': pgid, 'stats_invalid': invalid, 'state': 'active+clean'}
+
+
+def cache_id(inputs):
+    return next(int(p['pool']) for p in inputs['osd_map']['pools'] if p['tier_of'] >= 0)
+
+
+def with_pg_stats(inputs, invalid, pg_num=None):
+    """inputs with get('pg_stats') giving the cache pool `invalid` PGs with
+    invalid stats (and a base PG, invalid too, that must not count)."""
+    inputs = copy.deepcopy(inputs)
+    cid = cache_id(inputs)
+    cache = next(p for p in inputs['osd_map']['pools'] if p['tier_of'] >= 0)
+    n = pg_num or cache['pg_num']
+    cache.update(pg_num=n, pg_num_target=n, pg_num_pending=n, pg_placement_num=n,
+                 pg_placement_num_target=n)
+    base = cache['tier_of']
+    inputs['pg_stats'] = {'pg_stats': [pg(f'{cid}.{i:x}', i < invalid) for i in range(n)]
+                          + [pg(f'{base}.0', True)]}
+    return inputs
+
+
+def test_invalid_stats_are_counted_per_pool():
+    stats = {'pg_stats': [pg('5.0', True), pg('5.1a', True), pg('5.2', False),
+                          pg('12.0', True)]}
+    assert invalid_stats_pgs(stats, {5, 7}) == {5: 2, 7: 0}
+
+
+def test_the_watch_reads_new_and_resized_pools_until_their_stats_are_valid(burst):
+    from tiertune.topology import cache_tiers
+    tiers = cache_tiers(burst['samples'][0]['inputs']['osd_map'])
+    (pid,) = tiers
+    w = SplitWatch()
+    assert w.observe(tiers) and w.watching == {pid} and w.due()
+    assert not w.read({'pg_stats': [pg(f'{pid}.0', True)]}, tiers)
+    assert w.invalid == {pid: 1}
+    # Read again every RECHECK_TICKS ticks while some are invalid.
+    assert [w.due() for _ in range(RECHECK_TICKS)] == [False] * (RECHECK_TICKS - 1) + [True]
+    assert w.read({'pg_stats': [pg(f'{pid}.0', False)]}, tiers)
+    assert w.invalid == {} and w.watching == set() and not w.due()
+    # The same pg_num again is nothing to read; another is.
+    assert not w.observe(tiers) and not w.due()
+    import dataclasses
+    split = {pid: dataclasses.replace(tiers[pid], pg_num=2 * tiers[pid].pg_num)}
+    assert w.observe(split) and w.due()
+    # A count change in progress keeps the pool watched, valid stats or not.
+    moving = {pid: dataclasses.replace(split[pid], pgp_num_target=4 * tiers[pid].pg_num)}
+    w.read({'pg_stats': []}, moving)
+    assert w.watching == {pid}
+    # A pool gone is forgotten.
+    assert w.observe({}) and w.pg_num_seen == {} and w.watching == set()
+
+
+def test_the_stored_watch_round_trips_and_a_bad_one_starts_afresh():
+    w = SplitWatch({5: 32, 7: 8}, {5}, {5: 3})
+    back, problems = split_watch_from_store(w.to_store())
+    assert problems == [] and back.pg_num_seen == {5: 32, 7: 8} and back.watching == {5}
+    # Counts are not stored: the new mgr reads them on its first tick.
+    assert back.invalid == {} and back.due()
+    fresh, problems = split_watch_from_store('{"pg_num": {"5": "x"}}')
+    assert fresh.pg_num_seen == {} and problems and problems[0].startswith(
+        'stored split watch not used: ValueError')
+    assert split_watch_from_store(None) == (SplitWatch(), [])
+
+
+def test_a_split_left_unscrubbed_is_held_shown_and_raised_until_scrubbed(burst, make_module):
+    recs = burst['samples']
+    pool = burst['spec']['cache_pool']
+    m, get = make_module(with_pg_stats(recs[0]['inputs'], 0))
+    m.tick(recs[0]['mono'], recs[0]['wall'])
+    assert get.asked.count('pg_stats') == 1 and 'TIERTUNE_SPLIT_UNSCRUBBED' not in m.health
+    # Steady ticks read no PG.
+    for rec in recs[1:4]:
+        get.inputs = with_pg_stats(rec['inputs'], 0)
+        m.tick(rec['mono'], rec['wall'])
+    assert get.asked.count('pg_stats') == 1
+    # Split: a new pg_num in the OSD map, its PGs' stats invalid.
+    n = 2 * m._tiers[cache_id(get.inputs)].pg_num
+    rec = recs[4]
+    get.inputs = with_pg_stats(rec['inputs'], n - 1, pg_num=n)
+    m.notify('osd_map', '')
+    m.tick(rec['mono'], rec['wall'])
+    assert get.asked.count('pg_stats') == 2
+    (detail,) = m.health['TIERTUNE_SPLIT_UNSCRUBBED']['detail']
+    assert detail.startswith(f'pool {pool}: {n - 1} of its PGs have had no scrub since a PG split')
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['invalid_stats_pgs'] == n - 1 and row['decision']['action'] == 'hold'
+    assert row['decision']['reasons'][0].startswith(f'{n - 1} of its PGs have had no scrub')
+    # eval says the same (it reads the OSD map now, the counts as last read).
+    now = json.loads(m._cmd_eval(pool, format='json').stdout)
+    assert now['decision']['action'] == 'hold'
+    assert now['decision']['reasons'][0].startswith(f'{n - 1} of its PGs')
+    # Stored, so that a new mgr goes on watching.
+    assert json.loads(m.get_store('splits'))['watching'] == [cache_id(get.inputs)]
+    # Scrubbed: the next read (RECHECK_TICKS ticks on) clears it all.
+    for rec in recs[5:5 + RECHECK_TICKS]:
+        get.inputs = with_pg_stats(rec['inputs'], 0, pg_num=n)
+        m.tick(rec['mono'], rec['wall'])
+    assert get.asked.count('pg_stats') == 3
+    assert 'TIERTUNE_SPLIT_UNSCRUBBED' not in m.health
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['invalid_stats_pgs'] == 0
+    assert not any('scrub' in r for r in row['decision']['reasons'])
+    assert json.loads(m.get_store('splits'))['watching'] == []
+
+
+def test_a_new_mgr_goes_on_watching_a_split_and_reads_no_pool_it_has_seen(burst, make_module):
+    recs = burst['samples']
+    m, get = make_module(with_pg_stats(recs[0]['inputs'], 3))
+    m.tick(recs[0]['mono'], recs[0]['wall'])
+    assert 'TIERTUNE_SPLIT_UNSCRUBBED' in m.health
+    m2 = restart(get)
+    m2.tick(recs[1]['mono'], recs[1]['wall'])
+    assert get.asked.count('pg_stats') == 2 and 'TIERTUNE_SPLIT_UNSCRUBBED' in m2.health
+    # Once valid, a later mgr reads nothing: it has seen this pg_num.
+    get.inputs = with_pg_stats(recs[2]['inputs'], 0)
+    for rec in recs[2:2 + RECHECK_TICKS]:
+        m2.tick(rec['mono'], rec['wall'])
+    assert get.asked.count('pg_stats') == 3 and 'TIERTUNE_SPLIT_UNSCRUBBED' not in m2.health
+    m3 = restart(get)
+    m3.tick(recs[6]['mono'], recs[6]['wall'])
+    assert get.asked.count('pg_stats') == 3
+
+
+def test_a_failed_read_of_the_pgs_fails_no_tick_and_is_tried_again(burst, make_module):
+    recs = burst['samples']
+    m, get = make_module(recs[0]['inputs'])
+    get.inputs['pg_stats'] = {'pg_stats': [{'stats_invalid': True}]}    # no pgid
+    m.tick(recs[0]['mono'], recs[0]['wall'])
+    assert m._failed_ticks == 0 and m._splits.watching
+    assert m._book.get(cache_id(get.inputs)) is not None
+    get.inputs = with_pg_stats(recs[1]['inputs'], 2)
+    for rec in recs[1:1 + RECHECK_TICKS]:
+        m.tick(rec['mono'], rec['wall'])
+    assert 'TIERTUNE_SPLIT_UNSCRUBBED' in m.health
