@@ -101,7 +101,11 @@ def synthetic_state(n_pools: int, n_cache: int, n_pgs: int,
             p.update(tiers=[], read_tier=-1, write_tier=-1)
             st = copy.deepcopy(bstat_t)
         p['pool'], p['pool_name'] = pid, f'pool{pid}'
-        p['pg_num'] = p['pg_placement_num'] = pg_each
+        # Every count at rest (at its target): a pool whose counts moved
+        # would be held, and its PGs read (tiertune's splits).
+        for key in ('pg_num', 'pg_placement_num', 'pg_num_target', 'pg_placement_num_target',
+                    'pg_num_pending'):
+            p[key] = pg_each
         st['poolid'], st['num_pg'] = pid, pg_each
         pools.append(p)
         stats.append(st)

@@ -16,7 +16,7 @@ def test_a_paused_cluster_and_a_full_base_are_held(cluster, tmp_path):
     """`ceph osd pause` stops client IO (the pool reads idle, and is not);
     a base over its quota takes neither flushes nor writes through the
     tier.  Both hold, and the hold goes with them."""
-    paused = "the pauserd,pausewr flags are set: client IO and the agent's flushes wait"
+    paused = "the pausewr flag is set: client writes and the agent's flushes wait"
     cluster.ceph('osd', 'pause')
     try:
         row = wait_row(cluster, 'the tick to hold for the pause', lambda r: paused in reasons(r))

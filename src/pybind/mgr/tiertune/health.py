@@ -125,8 +125,9 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         if tier.invalid_stats_pgs:
             unscrubbed.append(
                 f'pool {tier.pool}: {tier.invalid_stats_pgs} of its PGs have had no scrub since '
-                f'a PG split: its agent neither flushes nor evicts on them, and writes to them '
-                f'wait once they fill (ceph osd pool scrub {tier.pool})')
+                f'a PG split: its agent neither flushes nor evicts on them, so their dirty '
+                f'data stays and they grow past their share of the target, toward filling '
+                f'the OSDs (ceph osd pool scrub {tier.pool})')
         if not tier.has_target:
             no_target.append(f'pool {tier.pool} has no target_max_bytes/objects: its agent '
                              f'never flushes or evicts, and writes block once it fills')

@@ -20,7 +20,7 @@ from .health import TICK_FAILURES_WARN, FullRiskHold, health_checks, tick_failed
 from .options import OPTION_NAMES, OPTIONS, within_bounds
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
-from .sampling import AgentLevels, agent_levels, take_samples
+from .sampling import SPLIT_SOURCE, AgentLevels, agent_levels, take_samples
 from .splits import RECHECK_TICKS, SplitWatch, split_watch_from_store, with_invalid_stats
 from .state import (
     UNREADABLE,
@@ -104,7 +104,7 @@ class Module(Commands, MgrModule):
         # Store writes taken under the lock, made after it (see _stage).
         self._staged: Dict[str, str] = {}
         self._store_lock = threading.Lock()
-        # Only the tick reads and changes it (outside the lock).
+        # Changed by the tick only, outside the lock (see _watch_splits).
         self._splits = SplitWatch()
 
     # ----- options and persistence ------------------------------------------------
@@ -356,7 +356,7 @@ class Module(Commands, MgrModule):
             tiers = self._tiers
         clock = StepClock(parts)
         ready = self._pg_stats_ready()
-        tiers, splits_text = self._watch_splits(tiers, pools is not None, ready, clock)
+        tiers, splits_text = self._watch_splits(tiers, pools is not None, ready, mono, clock)
         samples = take_samples(self.get, tiers, mono, wall) if ready else {}
         clock.mark('pool_stats')
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
@@ -416,21 +416,28 @@ class Module(Commands, MgrModule):
         clock.mark('store')
 
     def _watch_splits(self, tiers: Dict[int, CacheTier], map_read: bool, pg_ready: bool,
-                      clock: StepClock) -> Tuple[Dict[int, CacheTier], Optional[str]]:
+                      mono: float, clock: StepClock
+                      ) -> Tuple[Dict[int, CacheTier], Optional[str]]:
         """The tiers with their PGs' invalid stats as last read (see
         splits), reading them when due; and the watch to store, when it
         changed.  map_read: tiers are new from the OSD map; pg_ready: see
-        _pg_stats_ready (until then the PGs not reported yet read as none)."""
+        _pg_stats_ready (until then the PGs not reported yet read as none).
+        Commands read the watch's counts too (Commands._cache_tiers): the
+        tick replaces each count whole."""
         watch = self._splits
         changed = watch.observe(tiers) if map_read else False
         before = dict(watch.invalid)
-        if pg_ready and watch.due():
+        with self._lock:
+            looked_at = [pid for pid in watch.watching
+                         if self._tuner.settings.effective_mode(pid) != 'off']
+        interval = float(self.sleep_interval)
+        if pg_ready and watch.due(looked_at, mono):
             try:
-                changed = watch.read(self.get('pg_stats'), tiers) or changed
+                changed = watch.read(self.get(SPLIT_SOURCE), tiers, mono, interval) or changed
             except Exception as e:
-                watch.failed()
+                watch.failed(mono, interval)
                 self.log.warning('PG stats not read for invalid stats after a split '
-                                 '(tried again in %d ticks): %s: %s', RECHECK_TICKS,
+                                 '(tried again in %d s): %s: %s', RECHECK_TICKS * interval,
                                  type(e).__name__, e)
             clock.mark('pg_stats')
         if map_read or watch.invalid != before:

@@ -2,42 +2,65 @@
 
 A PG split gives each child PG estimated stats, marked invalid until the
 PG is scrubbed, and PrimaryLogPG::agent_choose_mode leaves a PG with
-invalid stats idle: it neither flushes nor evicts, and once its share of
-the target fills, writes to it wait.  That is why `osd pool set <cache>
-pg_num` refuses without --yes-i-really-mean-it: splits in cache pools must
-be followed by scrubs.  With noscrub set, or scrubs slow to come, they are
-not, and nothing in Ceph's health says so.
+invalid stats idle: it neither flushes nor evicts, so its dirty data is
+not written back and it grows past its share of the target (toward
+filling the cache's OSDs: writes never wait for room there, as it never
+goes FULL).  That is why `osd pool set <cache> pg_num` refuses without
+--yes-i-really-mean-it: splits in cache pools must be followed by scrubs.
+With noscrub set, or scrubs slow to come, they are not.
 
 The pool counters a tick reads do not tell which PGs are invalid; only the
 per-PG stats do, and get('pg_stats') builds every PG of the cluster for
 Python (the balancer avoids it in upmap mode for that cost).  So they are
 read only for a cache pool tiertune has not seen before or whose pg_num
 it saw change (across a restart too: the pg_num seen is stored), then
-every RECHECK_TICKS ticks while that pool has PGs with invalid stats or a
-PG count change in progress.  A steady tick reads none.
+every RECHECK_TICKS sleep intervals while that pool has PGs with invalid
+stats, a PG count change in progress, or PGs its OSDs have not reported
+yet; and only for pools tiertune looks at (mode warn or on).  A steady
+tick reads none.
 """
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Collection, Dict, List, Mapping, Optional, Set, Tuple
 
 from .topology import CacheTier
 
-# Ticks between reads while a pool is watched: two minutes at the default
-# 30 s sleep_interval, against scrubs that take seconds to minutes a PG.
+# Sleep intervals between reads while a pool is watched: two minutes at
+# the default 30 s, against scrubs that take seconds to minutes a PG.
+# Counted in time, not ticks: a command or an option change wakes a tick.
 RECHECK_TICKS = 4
+# PG states whose stats are not the PG's own yet: no OSD has reported the
+# PG (a child just split off reads so until its primary does).
+NOT_REPORTED_STATES = ('unknown', 'creating')
 
 
-def invalid_stats_pgs(pg_stats: Mapping[str, Any], pools: Set[int]) -> Dict[int, int]:
-    """Per pool of pools, its PGs whose stats are invalid, from
-    get('pg_stats') (entries with pgid '<pool>.<seed hex>')."""
-    out = {pid: 0 for pid in pools}
+@dataclass(frozen=True)
+class PoolPgs:
+    """What a read of get('pg_stats') says of one pool's PGs."""
+    invalid: int        # PGs whose stats are invalid
+    listed: int         # PGs listed
+    unreported: int     # PGs no OSD has reported yet (NOT_REPORTED_STATES)
+
+    def settled(self, pg_num: int) -> bool:
+        """Every PG listed and reported, none invalid: nothing left to watch."""
+        return not self.invalid and not self.unreported and self.listed == pg_num
+
+
+def pool_pgs(pg_stats: Mapping[str, Any], pools: Collection[int]) -> Dict[int, PoolPgs]:
+    """Per pool of pools, its PGs as get('pg_stats') lists them (entries
+    with pgid '<pool>.<seed hex>', state, stats_invalid)."""
+    counts = {pid: [0, 0, 0] for pid in pools}
     for pg in pg_stats.get('pg_stats', []):
-        pid = int(str(pg['pgid']).split('.', 1)[0])
-        if pid in out and pg.get('stats_invalid'):
-            out[pid] += 1
-    return out
+        c = counts.get(int(str(pg['pgid']).split('.', 1)[0]))
+        if c is None:
+            continue
+        c[0] += bool(pg.get('stats_invalid'))
+        c[1] += 1
+        c[2] += any(s in NOT_REPORTED_STATES for s in str(pg.get('state', '')).split('+'))
+    return {pid: PoolPgs(*c) for pid, c in counts.items()}
 
 
 @dataclass
@@ -48,7 +71,7 @@ class SplitWatch:
     # PGs with invalid stats per watched pool, as last read (not stored:
     # a new mgr reads the pools it watches on its first tick).
     invalid: Dict[int, int] = field(default_factory=dict)
-    ticks_to_read: int = 0
+    next_read: float = -math.inf     # the tick's monotonic clock
 
     def observe(self, tiers: Mapping[int, CacheTier]) -> bool:
         """Note each tier's pg_num; a pool new to the watch or whose pg_num
@@ -63,40 +86,36 @@ class SplitWatch:
             if self.pg_num_seen.get(pid) != tier.pg_num:
                 self.pg_num_seen[pid] = tier.pg_num
                 self.watching.add(pid)
-                self.ticks_to_read = 0
+                self.next_read = -math.inf
                 changed = True
         return changed
 
-    def due(self) -> bool:
-        """Whether this tick reads the PGs (counts the ticks between reads)."""
-        if not self.watching:
-            return False
-        if self.ticks_to_read > 0:
-            self.ticks_to_read -= 1
-            return False
-        return True
+    def due(self, looked_at: Collection[int], mono: float) -> bool:
+        """Whether this tick reads the PGs: a watched pool is looked at
+        (mode warn or on) and its read is due."""
+        return mono >= self.next_read and any(pid in self.watching for pid in looked_at)
 
-    def read(self, pg_stats: Mapping[str, Any], tiers: Mapping[int, CacheTier]) -> bool:
-        """Take a read of get('pg_stats'); a pool whose PGs all have valid
-        stats, and no PG count change in progress, is no longer watched.
-        True when the stored part changed."""
-        counts = invalid_stats_pgs(pg_stats, self.watching)
+    def read(self, pg_stats: Mapping[str, Any], tiers: Mapping[int, CacheTier],
+             mono: float, interval_s: float) -> bool:
+        """Take a read of get('pg_stats'); a pool whose PGs are all listed,
+        reported and valid, with no PG count change in progress, is no
+        longer watched.  True when the stored part changed."""
         changed = False
-        for pid, n in counts.items():
+        for pid, pgs in pool_pgs(pg_stats, self.watching).items():
             tier = tiers.get(pid)
-            if n and tier is not None:
-                self.invalid[pid] = n
-                continue
-            self.invalid.pop(pid, None)
-            if tier is None or tier.pg_change is None:
+            if pgs.invalid and tier is not None:
+                self.invalid[pid] = pgs.invalid
+            else:
+                self.invalid.pop(pid, None)
+            if tier is None or (tier.pg_change is None and pgs.settled(tier.pg_num)):
                 self.watching.discard(pid)
                 changed = True
-        self.ticks_to_read = RECHECK_TICKS - 1
+        self.next_read = mono + RECHECK_TICKS * interval_s
         return changed
 
-    def failed(self) -> None:
-        """A read that raised: tried again RECHECK_TICKS ticks on."""
-        self.ticks_to_read = RECHECK_TICKS - 1
+    def failed(self, mono: float, interval_s: float) -> None:
+        """A read that raised: tried again as a read would be."""
+        self.next_read = mono + RECHECK_TICKS * interval_s
 
     def to_store(self) -> str:
         return json.dumps({'pg_num': {str(k): v for k, v in sorted(self.pg_num_seen.items())},

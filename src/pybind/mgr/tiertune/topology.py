@@ -76,15 +76,14 @@ class CacheTier:
     pg_num_pending: int = 0
     pgp_num: int = 0
     pgp_num_target: int = 0
-    # The pool's `full` flag (its quota reached, or an OSD it maps to full),
-    # and the base pool's.  Writes to a full pool wait: a full base takes
-    # neither the agent's flushes nor, with the overlay, client writes
-    # (the client's Objecter pauses writes by the pool they are addressed
-    # to, the base).
-    full: bool = False
+    # The base pool's `full` flag (its quota reached, or an OSD it maps to
+    # full): it takes neither the agent's flushes nor, with the overlay,
+    # client writes (the client's Objecter pauses writes by the pool they
+    # are addressed to, the base).  The cache pool's own is no hold:
+    # lower ratios make its agent evict, which frees it.
     base_full: bool = False
-    # PGs whose stats a split left invalid, and the pool's PGs, as the
-    # module last read them (splits.SplitWatch; not in the OSD map).
+    # PGs whose stats a split left invalid, as the module last read them
+    # (splits.SplitWatch; not in the OSD map).
     invalid_stats_pgs: int = 0
 
     @property
@@ -92,7 +91,7 @@ class CacheTier:
         """The PG count change in progress, in words; None when there is none."""
         moves = [f'{what} {now} -> {to}' for what, now, to in (
             ('pg_num', self.pg_num, self.pg_num_target),
-            ('pg_num', self.pg_num, self.pg_num_pending),
+            ('pg_num_pending', self.pg_num, self.pg_num_pending),
             ('pgp_num', self.pgp_num, self.pgp_num_target)) if to and now != to]
         return ', '.join(dict.fromkeys(moves)) or None
 
@@ -178,7 +177,6 @@ def cache_tiers(osd_map: Mapping[str, Any]) -> Dict[int, CacheTier]:
             pg_num_pending=int(p.get('pg_num_pending', 0)),
             pgp_num=int(p.get('pg_placement_num', 0)),
             pgp_num_target=int(p.get('pg_placement_num_target', 0)),
-            full=pid in full,
             base_full=base_id in full,
         )
     return tiers

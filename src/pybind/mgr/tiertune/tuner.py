@@ -613,8 +613,11 @@ class Tuner:
         return 0, f'pool {tier.pool}: ratios restored to {fmt(baseline)}; mode warn'
 
 
-# OSD map flags that stop client IO (`ceph osd pause` sets both).
-PAUSE_FLAGS = ('pauserd', 'pausewr')
+# OSD map flags that stop client IO (`ceph osd pause` sets both), and
+# what waits with each: the agent's flushes are writes to the base, its
+# promotions reads from it (Objecter::target_should_be_paused).
+PAUSE_FLAGS = {'pauserd': "client reads and the agent's promotions",
+               'pausewr': "client writes and the agent's flushes"}
 
 
 def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
@@ -622,18 +625,13 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
     reasons = []
     if 'notieragent' in flags:
         reasons.append('the notieragent flag is set: no tier agent runs, ratios have no effect')
-    paused = [f for f in PAUSE_FLAGS if f in flags]
-    if paused:
-        # Client IO stops, so the pool reads idle, and it is not: the
-        # agent's own flushes to the base (writes) and promotions (reads)
-        # wait as well.
-        reasons.append(f'the {",".join(paused)} flag{"s are" if len(paused) > 1 else " is"} '
-                       f'set: client IO and the agent\'s flushes wait')
+    for flag, what in PAUSE_FLAGS.items():
+        if flag in flags:
+            # Client IO stops, so the pool reads idle, and it is not.
+            reasons.append(f'the {flag} flag is set: {what} wait')
     if tier.base_full:
         reasons.append(f'base pool {tier.base_pool} is full (quota or OSDs): flushes cannot '
                        f'land, and writes through the tier wait')
-    if tier.full:
-        reasons.append('the pool is full (quota or OSDs): writes to it wait')
     change = tier.pg_change
     if change:
         # The agent judges each PG by target / pg_num: its levels move
@@ -642,7 +640,8 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
     if tier.invalid_stats_pgs:
         reasons.append(f'{tier.invalid_stats_pgs} of its PGs have had no scrub since a PG '
                        f'split: the tier agent neither flushes nor evicts on them until they '
-                       f'are scrubbed (ceph osd pool scrub {tier.pool})')
+                       f'are scrubbed (ceph osd pool scrub {tier.pool}); the ratios do not '
+                       f'act there')
     if not tier.has_target:
         reasons.append('no target_max_bytes/objects: the agent never flushes or evicts '
                        '(set one; tiertune does not)')

@@ -96,8 +96,11 @@ class RecordingGetter:
             return {'pg_ready': True}
         if name == 'pg_stats' and name not in self.inputs:
             # Read after a tier is first seen (splits): recorded inputs
-            # without it had no PG with invalid stats.
-            return {'pg_stats': []}
+            # without it had every PG reported, its stats valid.
+            return {'pg_stats': [{'pgid': f"{p['pool']}.{i:x}", 'stats_invalid': False,
+                                  'state': 'active+clean'}
+                                 for p in self.inputs['osd_map']['pools']
+                                 for i in range(int(p.get('pg_num', 0)))]}
         return self.inputs[name]
 
 

@@ -149,20 +149,19 @@ def test_pg_count_changes_in_progress_as_the_osd_map_dumps_them(burst):
     cache.update(pg_num_target=n, pg_num_pending=2 * n - 1, pg_placement_num=2 * n - 1,
                  pg_placement_num_target=n)
     assert next(iter(cache_tiers(osd_map).values())).pg_change == (
-        f'pg_num {2 * n} -> {n}, pg_num {2 * n} -> {2 * n - 1}, pgp_num {2 * n - 1} -> {n}')
+        f'pg_num {2 * n} -> {n}, pg_num_pending {2 * n} -> {2 * n - 1}, '
+        f'pgp_num {2 * n - 1} -> {n}')
 
 
-def test_full_pools_are_read_from_their_flags(burst):
+def test_a_full_base_is_read_from_its_flags(burst):
     osd_map = copy.deepcopy(burst['samples'][0]['inputs']['osd_map'])
     (tier,) = cache_tiers(osd_map).values()
-    assert not tier.full and not tier.base_full
+    assert not tier.base_full
     # As the mon flags a base over its quota (seen on 16.2.15).
     _cache_entry(osd_map, False)['flags_names'] = 'hashpspool,full,full_quota'
     (tier,) = cache_tiers(osd_map).values()
-    assert tier.base_full and not tier.full
-    _cache_entry(osd_map, True)['flags_names'] = 'hashpspool,incomplete_clones,full'
-    (tier,) = cache_tiers(osd_map).values()
-    assert tier.base_full and tier.full
-    # nearfull is no full.
+    assert tier.base_full
+    # The cache pool's own flag is not its base's; nearfull is no full.
     _cache_entry(osd_map, False)['flags_names'] = 'hashpspool,nearfull'
+    _cache_entry(osd_map, True)['flags_names'] = 'hashpspool,incomplete_clones,full'
     assert not next(iter(cache_tiers(osd_map).values())).base_full
