@@ -427,9 +427,12 @@ class Module(Commands, MgrModule):
         watch = self._splits
         changed = watch.observe(tiers) if map_read else False
         before = dict(watch.invalid)
+        # Not while a pool's PG count moves (held for that anyway; a pgp_num
+        # walk can take hours, and each read builds every PG): once it ends.
         with self._lock:
             looked_at = [pid for pid in watch.watching
-                         if self._tuner.settings.effective_mode(pid) != 'off']
+                         if self._tuner.settings.effective_mode(pid) != 'off'
+                         and pid in tiers and tiers[pid].pg_change is None]
         interval = float(self.sleep_interval)
         if pg_ready and watch.due(looked_at, mono):
             try:

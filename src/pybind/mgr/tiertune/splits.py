@@ -15,9 +15,10 @@ Python (the balancer avoids it in upmap mode for that cost).  So they are
 read only for a cache pool tiertune has not seen before or whose pg_num
 it saw change (across a restart too: the pg_num seen is stored), then
 every RECHECK_TICKS sleep intervals while that pool has PGs with invalid
-stats, a PG count change in progress, or PGs its OSDs have not reported
-yet; and only for pools tiertune looks at (mode warn or on).  A steady
-tick reads none.
+stats or PGs its OSDs have not reported yet; only for pools tiertune looks
+at (mode warn or on), and not while their PG count moves (the module
+holds them for that; it reads once the move ends).  A steady tick reads
+none.
 """
 
 import dataclasses

@@ -212,3 +212,31 @@ def test_a_pool_in_off_mode_is_not_read(burst, make_module):
     assert m._cmd_mode('warn').retval == 0
     m.tick(recs[1]['mono'], recs[1]['wall'])
     assert get.asked.count('pg_stats') == 1 and 'TIERTUNE_SPLIT_UNSCRUBBED' in m.health
+
+
+def test_no_read_while_the_pg_count_moves_and_one_when_it_stops(burst, make_module):
+    recs = burst['samples']
+    inputs = with_pg_stats(recs[0]['inputs'], 0)
+    m, get = make_module(inputs)
+    m.sleep_interval = TICK_S
+    m.tick(recs[0]['mono'], recs[0]['wall'])
+    assert get.asked.count('pg_stats') == 1
+    # `pg_num 2n`: pg_num is there at once (watched from then on), and
+    # the mgr walks pgp_num for a long while.
+    n = next(p for p in inputs['osd_map']['pools'] if p['tier_of'] >= 0)['pg_num']
+    for k, rec in enumerate(recs[1:8]):
+        get.inputs = with_pg_stats(rec['inputs'], 2 * n, pg_num=2 * n)
+        cache = next(p for p in get.inputs['osd_map']['pools'] if p['tier_of'] >= 0)
+        cache.update(pg_placement_num=n + k)
+        m.notify('osd_map', '')
+        m.tick(rec['mono'], rec['wall'])
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['decision']['action'] == 'hold' and any(
+        r.startswith('its PG count is changing') for r in row['decision']['reasons'])
+    assert get.asked.count('pg_stats') == 1
+    # Done, its PGs invalid: read at once, held and raised.
+    rec = recs[8]
+    get.inputs = with_pg_stats(rec['inputs'], 2 * n, pg_num=2 * n)
+    m.notify('osd_map', '')
+    m.tick(rec['mono'], rec['wall'])
+    assert get.asked.count('pg_stats') == 2 and 'TIERTUNE_SPLIT_UNSCRUBBED' in m.health
