@@ -104,6 +104,12 @@ def test_dump_inputs_is_json(cluster):
     assert len(out['pool_stats']['pool_stats']) == 2
     # the real mgr's flag, as the module reads it (every OSD has reported)
     assert out['pg_ready'] == {'pg_ready': True}
+    # the real mgr's per-PG stats of the cache pool, in the fields the split
+    # watch reads: every PG, reported, its stats valid (no split)
+    pgs = out['pg_stats']['pg_stats']
+    assert len(pgs) == cluster.spec.cache_pg_num
+    assert all(set(pg) == {'pgid', 'state', 'stats_invalid'} and pg['stats_invalid'] is False
+               and pg['state'].startswith('active') for pg in pgs)
 
 
 def test_sample_age_stays_fresh(cluster):

@@ -15,7 +15,8 @@ from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
 from .bounds import with_setting
 from .report import format_history, format_table, note_lines, status_row
-from .splits import SplitWatch, with_invalid_stats
+from .sampling import SPLIT_SOURCE
+from .splits import SPLIT_FIELDS, SplitWatch, with_invalid_stats
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
 from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool, pool_ids_by_name
@@ -340,6 +341,11 @@ class Commands:
             'pool_stats': {'pool_stats': [e for e in pool_stats.get('pool_stats', [])
                                           if int(e['poolid']) in keep]},
             'pg_ready': self.get('pg_ready'),
+            # What the split watch reads of the cache pools' PGs (splits).
+            SPLIT_SOURCE: {'pg_stats': [
+                {k: pg.get(k) for k in SPLIT_FIELDS}
+                for pg in self.get(SPLIT_SOURCE).get('pg_stats', [])
+                if int(str(pg['pgid']).split('.', 1)[0]) in tiers]},
         }, format), '')
 
 

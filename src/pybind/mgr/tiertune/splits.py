@@ -36,6 +36,8 @@ RECHECK_TICKS = 4
 # PG states whose stats are not the PG's own yet: no OSD has reported the
 # PG (a child just split off reads so until its primary does).
 NOT_REPORTED_STATES = ('unknown', 'creating')
+# The fields of a get('pg_stats') entry the watch reads.
+SPLIT_FIELDS = ('pgid', 'state', 'stats_invalid')
 
 
 @dataclass(frozen=True)

@@ -389,6 +389,13 @@ def test_dump_inputs_is_the_raw_tick_data(burst, make_module):
     assert out['pool_stats'] == rec['inputs']['pool_stats']
     assert out['osd_map']['pools'] == rec['inputs']['osd_map']['pools']
     assert out['pg_ready'] == {'pg_ready': True}
+    # The cache pool's PGs as the split watch reads them (the stub: every
+    # PG reported and valid); the base pool's are left out.
+    cid = next(int(p['pool']) for p in rec['inputs']['osd_map']['pools'] if p['tier_of'] >= 0)
+    pgs = out['pg_stats']['pg_stats']
+    assert len(pgs) == burst['spec']['cache_pg_num'] and all(
+        set(pg) == {'pgid', 'state', 'stats_invalid'} and pg['pgid'].startswith(f'{cid}.')
+        for pg in pgs)
 
 
 def test_commands_parse_as_pacific_declares_them():
