@@ -31,16 +31,18 @@ def test_a_paused_cluster_and_a_full_base_are_held(cluster, tmp_path):
     filler.write_bytes(b'x' * 4096)
     # One object in the base at least (a new object's write is proxied to it).
     cluster.run(['rados', '-p', base, 'put', 'quota-filler', str(filler)])
-    cluster.ceph('osd', 'pool', 'set-quota', base, 'max_objects', '1')
     try:
-        row = wait_row(cluster, 'the tick to hold for the full base',
-                       lambda r: any(x.startswith(full) for x in reasons(r)))
-        assert row['decision']['action'] == 'hold'
+        cluster.ceph('osd', 'pool', 'set-quota', base, 'max_objects', '1')
+        try:
+            row = wait_row(cluster, 'the tick to hold for the full base',
+                           lambda r: any(x.startswith(full) for x in reasons(r)))
+            assert row['decision']['action'] == 'hold'
+        finally:
+            cluster.ceph('osd', 'pool', 'set-quota', base, 'max_objects', '0')
+        wait_row(cluster, 'the hold to go with the quota',
+                 lambda r: not any(x.startswith(full) for x in reasons(r)))
     finally:
-        cluster.ceph('osd', 'pool', 'set-quota', base, 'max_objects', '0')
-    wait_row(cluster, 'the hold to go with the quota',
-             lambda r: not any(x.startswith(full) for x in reasons(r)))
-    cluster.run(['rados', '-p', base, 'rm', 'quota-filler'], check=False)
+        cluster.run(['rados', '-p', base, 'rm', 'quota-filler'], check=False)
 
 
 def split_row(c):
@@ -72,11 +74,13 @@ def test_a_split_cache_pool_is_held_and_raised_until_its_pgs_are_scrubbed(cluste
         assert tiertune_check(c, 'TIERTUNE_SPLIT_UNSCRUBBED') is None
         # Ceph's own guard on cache pools: it takes the split only when told to.
         c.ceph('osd', 'pool', 'set', SPLIT_CACHE, 'pg_num', '4', '--yes-i-really-mean-it')
-        row = c.wait_for('the split PGs read as unscrubbed',
+        # The count and the decision on it (status takes them under one
+        # lock each: a tick may come between).
+        row = c.wait_for('the split PGs read as unscrubbed, and held for',
                          lambda: (r := split_row(c)) is not None and r['invalid_stats_pgs'] > 0
+                         and any('have had no scrub since a PG split' in x for x in reasons(r))
                          and r, 120)
         assert row['decision']['action'] == 'hold'
-        assert any('have had no scrub since a PG split' in x for x in reasons(row))
         check = c.wait_for('TIERTUNE_SPLIT_UNSCRUBBED',
                            lambda: tiertune_check(c, 'TIERTUNE_SPLIT_UNSCRUBBED'), 60)
         assert any(d['message'].startswith(f'pool {SPLIT_CACHE}: ')
@@ -86,10 +90,9 @@ def test_a_split_cache_pool_is_held_and_raised_until_its_pgs_are_scrubbed(cluste
         time.sleep(10)
         assert split_row(c)['invalid_stats_pgs'] > 0
         c.ceph('osd', 'pool', 'scrub', SPLIT_CACHE)
-        row = c.wait_for('the scrubbed pool to be tuned again',
-                         lambda: (r := split_row(c)) is not None and r['invalid_stats_pgs'] == 0
-                         and r, 180)
-        assert not any('scrub' in x for x in reasons(row))
+        c.wait_for('the scrubbed pool to be tuned again',
+                   lambda: (r := split_row(c)) is not None and r['invalid_stats_pgs'] == 0
+                   and not any('scrub' in x for x in reasons(r)), 180)
         c.wait_for('TIERTUNE_SPLIT_UNSCRUBBED to clear',
                    lambda: tiertune_check(c, 'TIERTUNE_SPLIT_UNSCRUBBED') is None, 60)
     finally:

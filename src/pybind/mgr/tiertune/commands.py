@@ -16,7 +16,7 @@ from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 from .bounds import with_setting
 from .report import format_history, format_table, note_lines, status_row
 from .sampling import SPLIT_SOURCE
-from .splits import SPLIT_FIELDS, SplitWatch, with_invalid_stats
+from .splits import SPLIT_FIELDS, with_invalid_stats
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
 from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool, pool_ids_by_name
@@ -68,7 +68,7 @@ class Commands:
         _book: HistoryBook
         _tick_costs: TickCosts
         _limits: Dict[int, PromoteLimits]
-        _splits: SplitWatch
+        _tiers: Dict[int, CacheTier]
         sleep_interval: int
         log: logging.Logger
 
@@ -98,8 +98,11 @@ class Commands:
 
     def _cache_tiers(self, osd_map: Dict[str, Any]) -> Dict[int, CacheTier]:
         """The OSD map's cache tiers, with their PGs' invalid stats as the
-        tick last read them (splits)."""
-        return with_invalid_stats(cache_tiers(osd_map), self._splits.invalid)
+        last tick had them (splits): status shows the count its decision
+        was made on."""
+        with self._lock:
+            invalid = {pid: t.invalid_stats_pgs for pid, t in self._tiers.items()}
+        return with_invalid_stats(cache_tiers(osd_map), invalid)
 
     def _reply(self, obj: Any, fmt: str, plain: str) -> HandleCommandResult:
         if fmt == 'plain':

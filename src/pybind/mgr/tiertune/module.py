@@ -422,30 +422,27 @@ class Module(Commands, MgrModule):
         splits), reading them when due; and the watch to store, when it
         changed.  map_read: tiers are new from the OSD map; pg_ready: see
         _pg_stats_ready (until then the PGs not reported yet read as none).
-        Commands read the watch's counts too (Commands._cache_tiers): the
-        tick replaces each count whole."""
+        Commands take the counts from the tiers the tick keeps (self._tiers),
+        which match its views."""
         watch = self._splits
         changed = watch.observe(tiers) if map_read else False
-        before = dict(watch.invalid)
+        with self._lock:
+            shown = [pid for pid in tiers if self._tuner.settings.effective_mode(pid) != 'off']
         # Not while a pool's PG count moves (held for that anyway; a pgp_num
         # walk can take hours, and each read builds every PG): once it ends.
-        with self._lock:
-            looked_at = [pid for pid in watch.watching
-                         if self._tuner.settings.effective_mode(pid) != 'off'
-                         and pid in tiers and tiers[pid].pg_change is None]
+        looked_at = [pid for pid in shown if tiers[pid].pg_change is None]
         interval = float(self.sleep_interval)
         if pg_ready and watch.due(looked_at, mono):
             try:
                 changed = watch.read(self.get(SPLIT_SOURCE), tiers, mono, interval) or changed
             except Exception as e:
-                watch.failed(mono, interval)
+                watch.failed(looked_at, mono, interval)
                 self.log.warning('PG stats not read for invalid stats after a split '
                                  '(tried again in %d s): %s: %s', RECHECK_TICKS * interval,
                                  type(e).__name__, e)
             clock.mark('pg_stats')
-        if map_read or watch.invalid != before:
-            tiers = with_invalid_stats(tiers, watch.invalid)
-        return tiers, watch.to_store() if changed else None
+        return (with_invalid_stats(tiers, watch.shown(shown)),
+                watch.to_store() if changed else None)
 
     def _sample_due_locked(self, pid: int, mono: float) -> bool:
         """Whether a tick a command woke keeps the pool's new sample: only

@@ -74,35 +74,48 @@ class SplitWatch:
     # PGs with invalid stats per watched pool, as last read (not stored:
     # a new mgr reads the pools it watches on its first tick).
     invalid: Dict[int, int] = field(default_factory=dict)
-    next_read: float = -math.inf     # the tick's monotonic clock
+    # When each watched pool's next read is due (the tick's monotonic
+    # clock; -inf: at once).  Per pool: another pool's split or merge
+    # steps must neither hurry nor delay its reads.
+    next_read: Dict[int, float] = field(default_factory=dict)
 
     def observe(self, tiers: Mapping[int, CacheTier]) -> bool:
         """Note each tier's pg_num; a pool new to the watch or whose pg_num
-        moved is read on the next due(). True when the stored part changed."""
+        moved is read at once, or once its PG count stops moving (its
+        pg_num is stored then, not at every step of a move).  True when
+        the stored part changed."""
         changed = False
-        for pid in [p for p in self.pg_num_seen if p not in tiers]:
-            del self.pg_num_seen[pid]
+        for pid in [p for p in {*self.pg_num_seen, *self.watching} if p not in tiers]:
+            self.pg_num_seen.pop(pid, None)
             self.watching.discard(pid)
             self.invalid.pop(pid, None)
+            self.next_read.pop(pid, None)
             changed = True
         for pid, tier in tiers.items():
-            if self.pg_num_seen.get(pid) != tier.pg_num:
-                self.pg_num_seen[pid] = tier.pg_num
+            if self.pg_num_seen.get(pid) == tier.pg_num:
+                continue
+            if pid not in self.watching:
                 self.watching.add(pid)
-                self.next_read = -math.inf
+                changed = True
+            self.next_read[pid] = -math.inf
+            if tier.pg_change is None:
+                self.pg_num_seen[pid] = tier.pg_num
                 changed = True
         return changed
 
     def due(self, looked_at: Collection[int], mono: float) -> bool:
-        """Whether this tick reads the PGs: a watched pool is looked at
-        (mode warn or on) and its read is due."""
-        return mono >= self.next_read and any(pid in self.watching for pid in looked_at)
+        """Whether this tick reads the PGs: a watched pool looked at (mode
+        warn or on, its PG count at rest) has its read due."""
+        return any(pid in self.watching and mono >= self.next_read.get(pid, -math.inf)
+                   for pid in looked_at)
 
     def read(self, pg_stats: Mapping[str, Any], tiers: Mapping[int, CacheTier],
              mono: float, interval_s: float) -> bool:
-        """Take a read of get('pg_stats'); a pool whose PGs are all listed,
-        reported and valid, with no PG count change in progress, is no
-        longer watched.  True when the stored part changed."""
+        """Take a read of get('pg_stats') for every watched pool; a pool
+        whose PGs are all listed, reported and valid, with no PG count
+        change in progress, is no longer watched.  A pool whose count
+        moves is read again once it stops.  True when the stored part
+        changed."""
         changed = False
         for pid, pgs in pool_pgs(pg_stats, self.watching).items():
             tier = tiers.get(pid)
@@ -112,17 +125,27 @@ class SplitWatch:
                 self.invalid.pop(pid, None)
             if tier is None or (tier.pg_change is None and pgs.settled(tier.pg_num)):
                 self.watching.discard(pid)
+                self.next_read.pop(pid, None)
                 changed = True
-        self.next_read = mono + RECHECK_TICKS * interval_s
+            elif tier.pg_change is None:
+                self.next_read[pid] = mono + RECHECK_TICKS * interval_s
         return changed
 
-    def failed(self, mono: float, interval_s: float) -> None:
-        """A read that raised: tried again as a read would be."""
-        self.next_read = mono + RECHECK_TICKS * interval_s
+    def failed(self, looked_at: Collection[int], mono: float, interval_s: float) -> None:
+        """A read that raised: the pools it was for are tried again as a
+        read would have them."""
+        for pid in looked_at:
+            if pid in self.watching:
+                self.next_read[pid] = mono + RECHECK_TICKS * interval_s
+
+    def shown(self, looked_at: Collection[int]) -> Dict[int, int]:
+        """The counts to show and hold on: those of the pools looked at (a
+        pool in off is not read, and its last count would go stale)."""
+        return {pid: n for pid, n in self.invalid.items() if pid in looked_at}
 
     def to_store(self) -> str:
         return json.dumps({'pg_num': {str(k): v for k, v in sorted(self.pg_num_seen.items())},
-                           'watching': sorted(self.watching)})
+                           'watching': sorted(self.watching & set(self.pg_num_seen))})
 
 
 def split_watch_from_store(text: Optional[str]) -> Tuple[SplitWatch, List[str]]:

@@ -35,6 +35,8 @@ def test_a_steady_tick_never_asks_for_per_pg_data(burst, make_module):
     get.asked.clear()
     for rec in burst['samples'][1:]:
         get.inputs = rec['inputs']
+        # An OSD map each tick too (the same pg_num): still no PG read.
+        m.notify(NotifyType.osd_map, '')
         m.tick(rec['mono'], rec['wall'])
     assert get.asked, 'the tick read nothing'
     assert set(get.asked) <= set(TICK_SOURCES)

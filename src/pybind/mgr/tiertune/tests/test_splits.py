@@ -113,7 +113,7 @@ def test_a_read_before_the_split_pgs_are_reported_keeps_the_pool_watched(burst):
 
 
 def test_the_stored_watch_round_trips_and_a_bad_one_starts_afresh():
-    w = SplitWatch({5: 32, 7: 8}, {5}, {5: 3}, next_read=100.0)
+    w = SplitWatch({5: 32, 7: 8}, {5}, {5: 3}, next_read={5: 100.0})
     back, problems = split_watch_from_store(w.to_store())
     assert problems == [] and back.pg_num_seen == {5: 32, 7: 8} and back.watching == {5}
     # Counts are not stored: the new mgr reads them on its first tick.
@@ -188,7 +188,7 @@ def test_a_new_mgr_goes_on_watching_a_split_and_reads_no_pool_it_has_seen(burst,
 
 def test_a_failed_read_of_the_pgs_fails_no_tick_and_is_tried_again(burst, make_module):
     recs = burst['samples']
-    m, get = make_module(recs[0]['inputs'])
+    m, get = make_module(copy.deepcopy(recs[0]['inputs']))
     m.sleep_interval = TICK_S
     get.inputs['pg_stats'] = {'pg_stats': [{'stats_invalid': True}]}    # no pgid
     m.tick(recs[0]['mono'], recs[0]['wall'])
@@ -240,3 +240,33 @@ def test_no_read_while_the_pg_count_moves_and_one_when_it_stops(burst, make_modu
     m.notify('osd_map', '')
     m.tick(rec['mono'], rec['wall'])
     assert get.asked.count('pg_stats') == 2 and 'TIERTUNE_SPLIT_UNSCRUBBED' in m.health
+
+
+def test_one_pools_pg_moves_neither_hurry_nor_delay_anothers_reads(burst):
+    """Q waits for a scrub (read every RECHECK_TICKS intervals); P merges a
+    PG at a time (Pacific's way), then rests: Q is read no more often for
+    P's steps, P at once when it rests, and the store is written when P's
+    move starts and ends, not at each step."""
+    import dataclasses
+    tiers, q, n = tier_of(burst)
+    p = q + 100
+    tq = at_rest(tiers[q], n)
+    tp = dataclasses.replace(tq, pool_id=p, pool='other')
+    w = SplitWatch()
+    w.observe({q: tq, p: tp})
+    stats = {'pg_stats': [pg(f'{q}.{i:x}', True) for i in range(n)]
+             + valid(p, n)['pg_stats']}
+    w.read(stats, {q: tq, p: tp}, 0.0, 30.0)
+    assert w.watching == {q} and w.invalid == {q: n}
+    stored = []
+    for k, t in enumerate((10.0, 20.0, 30.0, 40.0)):
+        moving = dataclasses.replace(tp, pg_num=n - k - 1, pg_num_target=n - 5,
+                                     pg_num_pending=n - k - 1, pgp_num=n - k - 1,
+                                     pgp_num_target=n - 5)
+        stored.append(w.observe({q: tq, p: moving}))
+        # p is moving: not looked at; q's read is not due before 120 s.
+        assert not w.due([q], t)
+    assert stored == [True, False, False, False]
+    assert w.observe({q: tq, p: at_rest(tp, n - 5)})
+    assert w.due([q, p], 60.0) and not w.due([q], 60.0)
+    assert w.due([q], 120.0)
