@@ -426,6 +426,10 @@ class Module(Commands, MgrModule):
         which match its views."""
         watch = self._splits
         changed = watch.observe(tiers) if map_read else False
+        if not watch.watching and not watch.invalid:
+            # The steady state: nothing to read, no count to show (the
+            # read that cleared the last one put the tiers' counts to 0).
+            return tiers, watch.to_store() if changed else None
         with self._lock:
             shown = [pid for pid in tiers if self._tuner.settings.effective_mode(pid) != 'off']
         # Not while a pool's PG count moves (held for that anyway; a pgp_num
