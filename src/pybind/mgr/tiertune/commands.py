@@ -15,8 +15,7 @@ from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
 from .bounds import with_setting
 from .report import format_history, format_table, note_lines, status_row
-from .sampling import SPLIT_SOURCE
-from .splits import SPLIT_FIELDS, with_invalid_stats
+from .splits import SPLIT_FIELDS, SPLIT_SOURCE, pg_pool_id, with_invalid_stats
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
 from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool, pool_ids_by_name
@@ -348,7 +347,7 @@ class Commands:
             SPLIT_SOURCE: {'pg_stats': [
                 {k: pg.get(k) for k in SPLIT_FIELDS}
                 for pg in self.get(SPLIT_SOURCE).get('pg_stats', [])
-                if int(str(pg['pgid']).split('.', 1)[0]) in tiers]},
+                if pg_pool_id(pg) in tiers]},
         }, format), '')
 
 

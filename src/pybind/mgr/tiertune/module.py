@@ -20,8 +20,14 @@ from .health import TICK_FAILURES_WARN, FullRiskHold, health_checks, tick_failed
 from .options import OPTION_NAMES, OPTIONS, within_bounds
 from .progress import Call, DrainEvents
 from .rates import HistoryBook
-from .sampling import SPLIT_SOURCE, AgentLevels, agent_levels, take_samples
-from .splits import RECHECK_TICKS, SplitWatch, split_watch_from_store, with_invalid_stats
+from .sampling import AgentLevels, agent_levels, take_samples
+from .splits import (
+    RECHECK_TICKS,
+    SPLIT_SOURCE,
+    SplitWatch,
+    split_watch_from_store,
+    with_invalid_stats,
+)
 from .state import (
     UNREADABLE,
     DecisionRecord,

@@ -16,9 +16,8 @@ Getter = Callable[[str], Any]
 
 # The mgr data a steady tick may read.  A unit test holds the module to
 # this list.  The one per-PG source, get('pg_stats'), is read only for a
-# tier first seen or after a PG count change (see splits).
+# tier first seen or after a PG count change (splits.SPLIT_SOURCE).
 TICK_SOURCES = ('osd_map', 'pool_stats', 'pg_ready')
-SPLIT_SOURCE = 'pg_stats'
 
 # BlueStore's estimate_objects_overhead(): the agent adds it to the user bytes
 # before comparing with the PG's share of target_max_bytes.  Production cache

@@ -36,8 +36,14 @@ RECHECK_TICKS = 4
 # PG states whose stats are not the PG's own yet: no OSD has reported the
 # PG (a child just split off reads so until its primary does).
 NOT_REPORTED_STATES = ('unknown', 'creating')
-# The fields of a get('pg_stats') entry the watch reads.
+# The mgr data the watch reads, and the fields of its entries it reads.
+SPLIT_SOURCE = 'pg_stats'
 SPLIT_FIELDS = ('pgid', 'state', 'stats_invalid')
+
+
+def pg_pool_id(pg: Mapping[str, Any]) -> int:
+    """The pool of a get('pg_stats') entry (its pgid is '<pool>.<seed hex>')."""
+    return int(str(pg['pgid']).split('.', 1)[0])
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ def pool_pgs(pg_stats: Mapping[str, Any], pools: Collection[int]) -> Dict[int, P
     with pgid '<pool>.<seed hex>', state, stats_invalid)."""
     counts = {pid: [0, 0, 0] for pid in pools}
     for pg in pg_stats.get('pg_stats', []):
-        c = counts.get(int(str(pg['pgid']).split('.', 1)[0]))
+        c = counts.get(pg_pool_id(pg))
         if c is None:
             continue
         c[0] += bool(pg.get('stats_invalid'))

@@ -13,7 +13,8 @@ from mgr_module import NotifyType
 
 from conftest import force_change, restart, samples_by_phase
 from tiertune.report import COLUMNS
-from tiertune.sampling import SPLIT_SOURCE, TICK_SOURCES
+from tiertune.sampling import TICK_SOURCES
+from tiertune.splits import SPLIT_SOURCE
 from tiertune.state import ratios_from_dict
 
 O_PG_SOURCES = {'pg_dump', 'pg_stats', 'pg_summary', 'pg_progress'}
