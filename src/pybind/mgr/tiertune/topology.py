@@ -89,6 +89,12 @@ class CacheTier:
     @property
     def pg_change(self) -> Optional[str]:
         """The PG count change in progress, in words; None when there is none."""
+        n = self.pg_num
+        if (self.pg_num_target in (0, n) and self.pg_num_pending in (0, n)
+                and self.pgp_num_target in (0, self.pgp_num)):
+            # At rest, as nearly always: asked for every pool every tick
+            # (hold_reasons), where the words below cost a microsecond.
+            return None
         moves = [f'{what} {now} -> {to}' for what, now, to in (
             ('pg_num', self.pg_num, self.pg_num_target),
             ('pg_num_pending', self.pg_num, self.pg_num_pending),
