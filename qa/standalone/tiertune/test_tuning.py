@@ -17,7 +17,10 @@ POOL = 'cache'
 BASELINE = {'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8}
 # Test knobs: a low floor so the drain is clear, one step to reach it, no
 # minimum interval of our own (the pool's hit_set_period, 60 s, still applies).
-TEST_SETTINGS = [('dirty_ratio_min', '0.05'), ('max_step', '0.4'), ('min_interval_s', '0')]
+# dirty_high_ratio_min at its default: the mgr parses 0.3 as
+# 0.30000000000000004, which tiertune must store and show as 0.3.
+TEST_SETTINGS = [('dirty_ratio_min', '0.05'), ('max_step', '0.4'), ('min_interval_s', '0'),
+                 ('dirty_high_ratio_min', '0.3')]
 
 
 def tt(c, *args, check=True):
@@ -84,6 +87,7 @@ def test_set_bounds_and_knobs(cluster):
         assert both[key] == float(value)
     at = cache_row(cluster)['autotune']
     assert at['bounds']['dirty_ratio_min'] == 0.05 and at['knobs']['max_step'] == 0.4
+    assert at['bounds']['dirty_high_ratio_min'] == 0.3
 
 
 def test_burst_then_warn_recommends_without_changing(cluster):

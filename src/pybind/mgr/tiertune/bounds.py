@@ -133,12 +133,24 @@ def with_setting(bounds: Bounds, knobs: Knobs, key: str,
                            f"{', '.join(BOUND_KEYS + KNOB_KEYS)})")
 
 
+def as_typed(value: float) -> float:
+    """The decimal the operator typed.  The mgr parses a command's JSON
+    with json_spirit, whose reals can be a unit in the last place off: on
+    16.2.15 `tiertune set <pool> full_ratio_min 0.6` arrived as
+    0.6000000000000001 (0.3 as 0.30000000000000004), and status and the
+    stored settings showed that.  Fifteen significant digits give back
+    any decimal typed with fifteen or fewer."""
+    v = float(value)
+    return float(f'{v:.15g}') if math.isfinite(v) else v
+
+
 def bounds_from_dict(d: Mapping[str, Any]) -> Bounds:
-    return Bounds(**{k: float(v) for k, v in d.items() if k in BOUND_KEYS})
+    # as_typed: values an earlier version stored as the mgr parsed them.
+    return Bounds(**{k: as_typed(v) for k, v in d.items() if k in BOUND_KEYS})
 
 
 def knobs_from_dict(d: Mapping[str, Any]) -> Knobs:
-    return Knobs(**{k: float(v) for k, v in d.items() if k in KNOB_KEYS})
+    return Knobs(**{k: as_typed(v) for k, v in d.items() if k in KNOB_KEYS})
 
 
 def as_dict(obj: Any) -> Dict[str, float]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
-from .bounds import with_setting
+from .bounds import as_typed, with_setting
 from .report import format_history, format_table, note_lines, status_row
 from .splits import SPLIT_FIELDS, SPLIT_SOURCE, pg_pool_id, with_invalid_stats
 from .state import FOLLOW_DEFAULT, MODES
@@ -223,6 +223,7 @@ class Commands:
         tier = self._pool_arg(pool, format)
         if isinstance(tier, HandleCommandResult):
             return tier
+        value = as_typed(value)
         self._ensure_loaded()
         with self._lock:
             ps = self._tuner.settings.pool(tier.pool_id)

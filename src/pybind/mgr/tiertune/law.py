@@ -511,7 +511,10 @@ def _law(inp: ControllerInput) -> _Law:
             # Recovery, as for dirty_high: lowered for room, back up to
             # mid-range (room permitting) once writes are idle.
             want_f = min(_relax_point(fmin, fmax), ceiling)
-            purpose = 'and writes are idle, so it goes back up toward mid-range'
+            if want_f > cf + RATIO_EPS:
+                # Not when the room caps it under where it is: then it
+                # comes down, as without the rule.
+                purpose = 'and writes are idle, so it goes back up toward mid-range'
     whys['full'] = _RatioWhy(why=why, purpose=purpose, say_if_kept=overflows,
                              safety=ceiling < cf - RATIO_EPS)
     if room_needed is not None and not overflows and ceiling < fmin - k.deadband:

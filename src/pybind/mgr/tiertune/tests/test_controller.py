@@ -1016,3 +1016,24 @@ def test_a_tier_no_client_has_used_is_not_a_read_cache():
     # The same tier once clients read from it is one.
     used = decide(make_input(make_model(state='idle', hit_ratio=0.0), fill=0.0, dirty=0.0))
     assert used.numbers['read_cache'] is True and used.recommended.full == pytest.approx(0.9)
+
+
+def test_full_lowered_for_room_while_idle_is_not_said_to_go_up():
+    # Seen on the demo cluster: idle for a minute, no hit curve yet, full
+    # at 0.7 (under mid-range) and a 159 MiB surge needing 0.62 of a
+    # 256 MiB target free: the recovery rule's mid-range is capped by the
+    # room, so full comes down, and its reason said "so it goes back up
+    # toward mid-range".
+    surge = make_model(state='idle', idle_for=63.0, burst_bytes=159 * 2 ** 20)
+    down = decide(make_input(surge, ratios=Ratios(0.3, 0.6, 0.7), target=256 * 2 ** 20,
+                             dirty=0.16, fill=0.57))
+    assert down.recommended.full < 0.7
+    said = [r for r in down.reasons if 'full ratio' in r]
+    assert said and not any('back up' in r for r in said), said
+    assert any('only comes down if the room requires it' in r for r in said), said
+    # With room to spare, the same idle pool's full does go back up, and says so.
+    small = make_model(state='idle', idle_for=63.0, burst_bytes=10 * 2 ** 20)
+    up = decide(make_input(small, ratios=Ratios(0.3, 0.6, 0.7), target=256 * 2 ** 20,
+                           dirty=0.16, fill=0.57))
+    assert up.recommended.full > 0.7
+    assert any('back up toward mid-range' in r for r in up.reasons), up.reasons

@@ -459,6 +459,30 @@ def test_bad_set_changes_nothing(burst, make_module):
     assert m._tuner.settings.to_json() == before
 
 
+def test_set_stores_the_decimal_typed_not_the_mgrs_parse_of_it(burst, make_module):
+    # The 16.2.15 mgr parses `tiertune set cache full_ratio_min 0.6` as
+    # 0.6000000000000001 (json_spirit), and 0.3 as 0.30000000000000004:
+    # the reply, status and the store showed those.
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    pool = burst['spec']['cache_pool']
+    pid = next(iter(m._tiers))
+    for key, parsed, typed in (('full_ratio_min', 0.6000000000000001, 0.6),
+                               ('dirty_high_ratio_min', 0.30000000000000004, 0.3),
+                               ('horizon_s', 900.0000000000001, 900.0)):
+        r = m._cmd_set(pool, key, parsed, format='json')
+        assert r.retval == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert {**out['bounds'], **out['knobs']}[key] == typed
+        assert f'{key} = {typed}' in m._cmd_set(pool, key, parsed).stdout
+    ps = m._tuner.settings.pool(pid)
+    assert ps.bounds.full_ratio_min == 0.6 and ps.knobs.horizon_s == 900.0
+    refused = m._cmd_set(pool, 'bogus', 0.30000000000000004)
+    assert 'bogus=0.3 refused' in refused.stderr
+    # Values an earlier version stored as the mgr parsed them read back typed.
+    from tiertune.bounds import bounds_from_dict
+    assert bounds_from_dict({'full_ratio_min': 0.7000000000000001}).full_ratio_min == 0.7
+
+
 def test_mode_arguments(burst, make_module):
     m, get = run_ticks(make_module, burst['samples'][:2])
     pool = burst['spec']['cache_pool']
