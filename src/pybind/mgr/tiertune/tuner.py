@@ -428,8 +428,11 @@ class Tuner:
         if applied is None:
             return
         ps = self.settings.pool(pid)
+        # applied is what tiertune set, or took over at `on` without a change
+        # of its own: "had set" was wrong for the second (seen on the demo).
         ps.manual_change = (f'ratios changed outside tiertune to {fmt(tier.ratios)} (tiertune had '
-                            f'set {fmt(applied)}) at {time.strftime("%Y-%m-%d %H:%M:%S")}'
+                            f'them at {fmt(applied)}, as it set or took them over) at '
+                            f'{time.strftime("%Y-%m-%d %H:%M:%S")}'
                             f'; pool set to warn: `ceph tiertune mode {tier.pool} on` resumes')
         ps.mode = 'warn'
         ps.last_applied = None

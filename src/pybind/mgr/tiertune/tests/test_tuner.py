@@ -118,6 +118,8 @@ def test_a_hand_change_is_respected_not_fought(burst, monkeypatch):
     step(t, burst, mgr)
     ps = t.settings.pool(pid)
     assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
+    assert 'tiertune had them at 0.30/0.60/0.80, as it set or took them over' in \
+        ps.manual_change
     assert mgr.sets == []
     assert any('changed outside tiertune' in a for a in mgr.audits)
 
