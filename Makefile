@@ -57,6 +57,10 @@ lint: $(LINT_VENV)/.ok
 	$(LINT_VENV)/bin/ruff check src/pybind/mgr/tiertune tools qa/standalone/tiertune
 	MYPYPATH=/usr/share/ceph/mgr $(LINT_VENV)/bin/mypy --config-file mypy.ini \
 	    src/pybind/mgr/tiertune
+	# The module (not its tests) at the oldest Python it supports
+	# (cannot_run.MIN_PYTHON): ceph-mgr runs the Python it was built with.
+	MYPYPATH=/usr/share/ceph/mgr $(LINT_VENV)/bin/mypy --config-file mypy.ini \
+	    --python-version 3.8 $(filter-out %/conftest.py,$(wildcard src/pybind/mgr/tiertune/*.py))
 	$(LINT_VENV)/bin/mypy --config-file mypy.ini tools/localcluster tools/capture_fixtures.py \
 	    tools/bench
 

@@ -50,7 +50,7 @@ class Bounds:
                 and self.dirty_ratio_min <= self.full_ratio_max):
             return None     # every check below passes (the controller asks every tick)
         names = ('dirty_ratio', 'dirty_high_ratio', 'full_ratio')
-        for name, (lo, hi) in zip(names, self.ranges(), strict=True):
+        for name, (lo, hi) in zip(names, self.ranges()):
             for which, v in (('min', lo), ('max', hi)):
                 if not 0.0 <= v <= 1.0:
                     return f'{name}_{which} {v} is outside 0..1'

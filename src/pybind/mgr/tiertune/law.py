@@ -531,7 +531,7 @@ def _law(inp: ControllerInput) -> _Law:
 
     law = (d_law, h_law, f_law)
     rec = to_mon_grid(order_within(_to_grid(law), b.ranges()))
-    for name, v in zip(NAMES, law, strict=True):
+    for name, v in zip(NAMES, law):
         if abs(getattr(rec, name) - v) > RECOMMEND_GRID and whys.get(name, _NO_WHY).why:
             # Ordering moved it off the law's value (and off its bound).
             whys[name].bound = ''

@@ -107,7 +107,7 @@ def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Tuple[float,
     if (p is None or c is None or _moved(prev, cur) or _base_reset(prev, cur)
             or cur.base_acting > prev.base_acting):
         return ()
-    d = [(b - a) / dt for a, b in zip(p, c, strict=True)]
+    d = [(b - a) / dt for a, b in zip(p, c)]
     # proxied_read_bytes_sec, _read_ops_sec, _write_bytes_sec, _write_ops_sec
     return (d[0] * 1024, d[1], d[2] * 1024, d[3])
 

@@ -57,7 +57,7 @@ def _ratio_sentences(current: Ratios, rec: Ratios, nxt: Ratios, whys: Dict[str, 
                      held: Optional[str], knobs: Knobs, bounds: Bounds) -> List[str]:
     """One sentence per ratio worth mentioning: safety first, then moves."""
     ranked: List[Tuple[Tuple[bool, bool, int], str]] = []
-    for i, (name, (lo, hi)) in enumerate(zip(NAMES, bounds.ranges(), strict=True)):
+    for i, (name, (lo, hi)) in enumerate(zip(NAMES, bounds.ranges())):
         w = whys.get(name, _NO_WHY)
         c, r, n = getattr(current, name), getattr(rec, name), getattr(nxt, name)
         moves = not _eq_micro(n, c)

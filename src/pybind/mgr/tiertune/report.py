@@ -208,5 +208,5 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
     """Aligned, borderless, left-justified: the look of `osd pool autoscale-status`."""
     cells = [COLUMNS] + [_table_cells(r) for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
-    return '\n'.join('  '.join(v.ljust(w) for v, w in zip(line, widths, strict=False)).rstrip()
+    return '\n'.join('  '.join(v.ljust(w) for v, w in zip(line, widths)).rstrip()
                      for line in cells) + '\n'

@@ -105,7 +105,7 @@ def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_
     # conversion of the same rows (the same int64 little-endian bytes).
     rows = [old.get(s.mono) or _pack_row(*_row(s, d)) for s, d in entries]
     if cache is not None:
-        kept = {s.mono: row for (s, _), row in zip(entries, rows, strict=True)}
+        kept = {s.mono: row for (s, _), row in zip(entries, rows)}
         cache.clear()
         cache.update(kept)
     text = _encode(rows, pool, overlay)

@@ -110,7 +110,7 @@ def out_of_bounds(r: Ratios, bounds: Bounds) -> List[str]:
     if _valid(r, bounds):
         return []
     problems = []
-    for name, v, (lo, hi) in zip(NAMES, _triple(r), bounds.ranges(), strict=True):
+    for name, v, (lo, hi) in zip(NAMES, _triple(r), bounds.ranges()):
         if v < lo - RATIO_EPS:
             problems.append(f'{name} {_f(v)} below min {_f(lo)}')
         elif v > hi + RATIO_EPS:
@@ -135,7 +135,7 @@ def _exempt(r: Ratios, bounds: Bounds) -> Tuple[bool, bool, bool]:
         return (False, False, False)
     c = _triple(r)
     out = [not lo - RATIO_EPS <= v <= hi + RATIO_EPS
-           for v, (lo, hi) in zip(c, bounds.ranges(), strict=True)]
+           for v, (lo, hi) in zip(c, bounds.ranges())]
     if c[0] > c[1] + RATIO_EPS:
         out[0] = out[1] = True
     if c[1] > c[2] + RATIO_EPS:
@@ -174,7 +174,7 @@ def step(current: Ratios, recommended: Ratios, knobs: Knobs,
         return to_mon_grid(c)
     t: List[float] = []
     moving: List[bool] = []
-    for ci, ri, ex in zip(c, r, exempt, strict=True):
+    for ci, ri, ex in zip(c, r, exempt):
         delta = ri - ci
         skip = abs(delta) < knobs.deadband - RATIO_EPS and not ex
         t.append(ci if skip else ci + _clamp(delta, -knobs.max_step, knobs.max_step))

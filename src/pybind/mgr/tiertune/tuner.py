@@ -250,8 +250,8 @@ class Tuner:
             # One pool's samples made an estimate raise: each pool of the
             # batch alone, so that only that one goes untuned.
             fitted = [self._fit_alone(pid, job, eff, wall)
-                      for (pid, _), job in zip(pools, jobs, strict=True)]
-        for (pid, tier), job, fit in zip(pools, jobs, fitted, strict=True):
+                      for (pid, _), job in zip(pools, jobs)]
+        for (pid, tier), job, fit in zip(pools, jobs, fitted):
             if fit is None:
                 self._watch_unfitted(pid, tier, eff, mono, wall)
                 continue

@@ -14,11 +14,11 @@ refusal of `ceph mgr module enable tiertune`, and the MGR_MODULE_DEPENDENCY
 health warning when tiertune was enabled before.
 """
 
-from typing import Tuple, Type
+from typing import Type
 
 from mgr_module import MgrModule
 
-from .options import OPTIONS
+from .cannot_run import module_that_cannot_run
 
 
 def reason(error: str) -> str:
@@ -30,14 +30,4 @@ def reason(error: str) -> str:
 
 
 def module_without_numpy(error: str) -> Type[MgrModule]:
-    why = reason(error)
-
-    class Module(MgrModule):
-        # The same options as the module proper, declared to the mgr as ever.
-        MODULE_OPTIONS = list(OPTIONS)
-
-        @staticmethod
-        def can_run() -> Tuple[bool, str]:
-            return False, why
-
-    return Module
+    return module_that_cannot_run(reason(error))
