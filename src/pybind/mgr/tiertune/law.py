@@ -362,6 +362,13 @@ def _law(inp: ControllerInput) -> _Law:
                 why=f'client writes idle for {_finite(m.inflow.idle_for_s) or 0.0:.0f} s '
                     f'and the cache is not filling',
                 purpose='back to mid-range: flushing need not stay hard')
+    if writes_blocked and want_h > ch + RATIO_EPS:
+        # PGs over dirty_high flush HIGH, twice the agent's ops in flight,
+        # and each flush makes a clean object to evict: raised now (the
+        # overrun rule once the surge is measured), it would open the room
+        # writes wait for slower.  The bounds still win (the clamp below).
+        want_h = ch
+        notes.append(f'{_blocked}: dirty_high ratio not raised')
     h_law = _clamp(want_h, hmin, hmax)
     nums['wanted_dirty_high'] = want_h
 
@@ -402,6 +409,16 @@ def _law(inp: ControllerInput) -> _Law:
             whys['dirty'] = _RatioWhy(
                 why=f'{burst_desc} while the cache is predicted full in {ttf:.0f} s',
                 purpose='(flushing is not deferred)', say_if_kept=True)
+        elif writes_blocked:
+            # Writes to objects the cache lacks wait while those to cached
+            # ones land and read as a burst: it does not fit, whatever the
+            # sums say, and a higher dirty ratio would defer the flushes
+            # that make room.  Lowered, as for a burst that does not fit:
+            # on an OSD with no PG flushing HIGH, more PGs flush LOW.
+            want_d = dmin
+            whys['dirty'] = _RatioWhy(
+                why=f'{burst_desc} while {_blocked}', bound='min',
+                purpose='so flushing makes the room they wait for', say_if_kept=True)
         elif target is None or dirty is None:
             whys['dirty'] = _RatioWhy(
                 why=f'{burst_desc}, but its share of the target is unknown '

@@ -543,6 +543,36 @@ def test_neither_dirty_high_nor_full_goes_up_while_writes_wait_for_room():
         assert any('writes wait for room' in str(r) for r in dec.reasons), dec.reasons
 
 
+def test_no_rule_raises_dirty_or_dirty_high_while_writes_wait_for_room():
+    """The overrun rule (a surge measured once it ends, while its writes
+    still wait) and the burst-fit rule (writes to cached objects land and
+    read as a burst that fits) raised dirty_high, and dirty with it, while
+    PGs were FULL: PGs dropped from HIGH to LOW flushing, and flushes that
+    make room were deferred (found by a review helper)."""
+    overrun = make_model(state='idle', idle_for=120.0, burst_bytes=120 * GiB,
+                         burst_seconds=60.0)
+    low_high = Ratios(0.1, 0.31, 0.8)
+    free = decide(make_input(overrun, ratios=low_high, fill=0.97, dirty=0.35))
+    assert free.recommended.dirty_high > 0.31      # the overrun rule's 0.4
+    fits = make_model(state='burst', short=100e6, burst_bytes=5 * GiB, burst_seconds=60.0)
+    drained = Ratios(0.1, 0.4, 0.8)
+    free = decide(make_input(fits, ratios=drained, fill=0.9, dirty=0.1))
+    assert free.recommended.dirty > 0.1 and free.next.dirty_high > 0.4   # fits: raised
+    for model, cur, dirty in ((overrun, low_high, 0.35), (fits, drained, 0.1)):
+        for blocked in (dataclasses.replace(make_input(model, ratios=cur, fill=0.97,
+                                                       dirty=dirty), full_pgs=3),
+                        make_input(model, ratios=cur, fill=1.01, dirty=dirty)):
+            dec = decide(blocked)
+            assert dec.recommended.dirty <= cur.dirty + TOL, dec
+            assert dec.recommended.dirty_high <= cur.dirty_high + TOL, dec
+            assert all(n <= c + TOL for n, c in zip(triple(dec.next)[:2], triple(cur)[:2])), dec
+            assert any('writes wait for room' in str(r) for r in dec.reasons), dec.reasons
+    # The bounds still win: a dirty_high under its min comes up to it.
+    dec = decide(dataclasses.replace(make_input(overrun, ratios=Ratios(0.1, 0.2, 0.8),
+                                                fill=0.97, dirty=0.35), full_pgs=3))
+    assert dec.recommended.dirty_high == pytest.approx(0.3)
+
+
 def test_bounds_block_on_dirty_high():
     # The law wants dirty_high 0.31 (dirty 0.35 - 0.04) but the bounds say
     # >= 0.45.  150 MB/s for 600 s needs 0.84 free; clean + free is 0.65.
