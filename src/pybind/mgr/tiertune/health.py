@@ -109,8 +109,9 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   mono: float = 0.0,
                   failures: Optional[Mapping[int, PoolFailure]] = None,
                   history: Optional[Tuple[int, float]] = None) -> Dict[str, Any]:
-    """TIERTUNE_NO_TARGET, TIERTUNE_SPLIT_UNSCRUBBED, TIERTUNE_CACHE_FULL_RISK,
-    TIERTUNE_BOUNDS_BLOCK, TIERTUNE_POOL_FAILED and TIERTUNE_HISTORY_TOO_SHORT for the pools
+    """TIERTUNE_NO_TARGET, TIERTUNE_AGENT_STOPPED, TIERTUNE_SPLIT_UNSCRUBBED,
+    TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK, TIERTUNE_POOL_FAILED and
+    TIERTUNE_HISTORY_TOO_SHORT for the pools
     tiertune looks at (mode warn or on).  hold: the module's FullRiskHold,
     with the tick's monotonic time (mono), keeps a pool's full-risk check
     raised FULL_RISK_CLEAR_S after its last raise.  failures: the tuner's,
@@ -120,8 +121,14 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
     full_risk: Dict[int, str] = {}
     blocked: List[str] = []
     unscrubbed: List[str] = []
+    stopped: List[str] = []
     by_name = sorted(tiers.items(), key=lambda kv: kv[1].pool)
     for pid, tier in by_name:
+        if tier.agent_stopped:
+            stopped.append(
+                f'pool {tier.pool}: {tier.agent_stopped} in the config database: the tier '
+                f'agent neither flushes nor evicts, so the pool fills and writes to objects '
+                f'it lacks block (ceph config dump | grep osd_agent_max)')
         if tier.invalid_stats_pgs:
             unscrubbed.append(
                 f'pool {tier.pool}: {tier.invalid_stats_pgs} of its PGs have had no scrub since '
@@ -155,6 +162,9 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         full_risk = hold.hold(full_risk, under, mono)
     risky = [full_risk[pid] for pid, _ in by_name if pid in full_risk]
     checks: Dict[str, Any] = {}
+    if stopped:
+        checks['TIERTUNE_AGENT_STOPPED'] = _check(
+            f'{len(stopped)} cache pool(s) whose OSDs may run no tier agent ops', stopped)
     if unscrubbed:
         checks['TIERTUNE_SPLIT_UNSCRUBBED'] = _check(
             f'{len(unscrubbed)} cache pool(s) with PGs left idle by a split until scrubbed',

@@ -15,6 +15,7 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
 from . import models, sample_store
+from .agent_config import agents_stopped, with_agent_stopped
 from .commands import Commands
 from .health import TICK_FAILURES_WARN, FullRiskHold, health_checks, tick_failed_check
 from .options import OPTION_NAMES, OPTIONS, within_bounds
@@ -85,6 +86,9 @@ class Module(Commands, MgrModule):
         self._tiers: Dict[int, CacheTier] = {}
         self._flags: frozenset = frozenset()
         self._limits: Dict[int, models.PromoteLimits] = {}
+        # Per cache pool, the OSD whose settings stand for its OSDs' (the
+        # first of its CRUSH rule; read with the promote limits).
+        self._agent_entities: Dict[int, str] = {}
         # Set when an osd_map notification arrives: the topology is re-read
         # on the next tick only then, since get('osd_map') is the costliest
         # call the tick makes.
@@ -363,6 +367,8 @@ class Module(Commands, MgrModule):
         clock = StepClock(parts)
         ready = self._pg_stats_ready()
         tiers, splits_text = self._watch_splits(tiers, pools is not None, ready, mono, clock)
+        tiers = with_agent_stopped(tiers, agents_stopped(
+            {pid: self._agent_entities.get(pid, 'osd') for pid in tiers}, self._osd_value))
         samples = take_samples(self.get, tiers, mono, wall) if ready else {}
         clock.mark('pool_stats')
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
@@ -610,9 +616,11 @@ class Module(Commands, MgrModule):
         except Exception:
             crush = {}
         out = {}
+        self._agent_entities = {}
         for pid, t in tiers.items():
             ids = rule_osd_ids(crush, t.crush_rule)
-            objects, nbytes = throttle(f'osd.{ids[0]}' if ids else 'osd')
+            entity = self._agent_entities[pid] = f'osd.{ids[0]}' if ids else 'osd'
+            objects, nbytes = throttle(entity)
             osds = len(up_in.intersection(ids)) if ids else len(up_in)
             out[pid] = models.PromoteLimits(max_objects_sec_per_osd=objects,
                                             max_bytes_sec_per_osd=nbytes,
@@ -620,11 +628,17 @@ class Module(Commands, MgrModule):
         return out
 
     def _osd_option(self, entity: str, key: str, default: float) -> float:
+        v = self._osd_value(entity, key)
+        return v if v is not None else default
+
+    def _osd_value(self, entity: str, key: str) -> Optional[float]:
+        """An OSD option as the mon's config database gives it to entity;
+        None when it does not answer."""
         try:
             v = self.get_foreign_ceph_option(entity, key)
-            return float(v) if v is not None else default
+            return float(v) if v is not None else None
         except Exception:
-            return default
+            return None
 
 
 def _newest(records: Deque[DecisionRecord]) -> Optional[DecisionRecord]:

@@ -85,6 +85,9 @@ class CacheTier:
     # PGs whose stats a split left invalid, as the module last read them
     # (splits.SplitWatch; not in the OSD map).
     invalid_stats_pgs: int = 0
+    # Why the tier agent of the pool's OSDs does nothing ('' when it runs):
+    # its op limits at 0 in the mon's config database (agent_config).
+    agent_stopped: str = ''
 
     @property
     def pg_change(self) -> Optional[str]:

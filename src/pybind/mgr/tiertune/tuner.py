@@ -632,6 +632,9 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
         if flag in flags:
             # Client IO stops, so the pool reads idle, and it is not.
             reasons.append(f'the {flag} flag is set: {what} wait')
+    if tier.agent_stopped:
+        reasons.append(f'the tier agent of its OSDs may run no ops ({tier.agent_stopped}): it '
+                       f'neither flushes nor evicts, and the ratios have no effect')
     if tier.base_full:
         reasons.append(f'base pool {tier.base_pool} is full (quota or OSDs): flushes cannot '
                        f'land, and writes through the tier wait')

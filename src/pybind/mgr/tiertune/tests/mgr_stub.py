@@ -59,8 +59,11 @@ class _StubMgrModule(_StubBase):
     def _ceph_cluster_log(self, channel: str, prio: int, msg: str) -> None:
         self.cluster_log_lines.append(f'{channel}: {msg}')
 
+    # (entity, key) -> value, per test: what the mon's config database answers.
+    foreign_options: Dict[Any, Any] = {}
+
     def _ceph_get_foreign_option(self, entity: str, key: str) -> Any:
-        return None
+        return self.foreign_options.get((entity, key))
 
     remote_calls: List[Any] = []
 
@@ -115,6 +118,7 @@ def new_module(inputs: Dict[str, Any]) -> Any:
     _StubMgrModule.health = {}
     _StubMgrModule.cluster_log_lines = []
     _StubMgrModule.remote_calls = []
+    _StubMgrModule.foreign_options = {}
     m = Module('tiertune', None, None)
     getter = RecordingGetter(inputs)
     m.get = getter  # type: ignore[method-assign, assignment]

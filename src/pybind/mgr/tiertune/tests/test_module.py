@@ -1342,3 +1342,33 @@ def test_a_ticks_change_is_in_the_store_before_its_first_command(burst, make_mod
     assert first is not None and first['wall'] == recs[6]['wall']
     assert [ratios_from_dict(r) for r in first['path']][-1] == Ratios(0.2, 0.3, 0.9)
     assert json.loads(m.get_store('state'))['pools'][str(pid)]['planned'] is None   # done
+
+
+def test_agent_op_limits_at_zero_hold_the_pool_and_raise_a_check(burst, make_module):
+    # Seen on the local cluster: osd_agent_max_ops and osd_agent_max_low_ops
+    # 0 (`ceph config set osd ...`), the cache filled, a write waited 10
+    # minutes, and tiertune said only that client writes were idle.
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    m.tick(burst['samples'][-1]['mono'] + 30, burst['samples'][-1]['wall'] + 30)
+    assert 'TIERTUNE_AGENT_STOPPED' not in m.health
+    type(m).foreign_options[('osd', 'osd_agent_max_low_ops')] = 0
+    # Read every tick: `ceph config set` changes no OSD map.
+    m.tick(burst['samples'][-1]['mono'] + 60, burst['samples'][-1]['wall'] + 60)
+    check = m.health['TIERTUNE_AGENT_STOPPED']
+    (detail,) = check['detail']
+    assert detail.startswith(f'pool {pool}: osd_agent_max_low_ops 0 for osd in the config '
+                             f'database')
+    e = json.loads(m._cmd_eval(pool, format='json').stdout)
+    assert e['decision']['action'] == 'hold'
+    assert any('the tier agent of its OSDs may run no ops (osd_agent_max_low_ops 0 for osd)'
+               in r for r in e['decision']['reasons']), e['decision']['reasons']
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['agent_stopped'] == 'osd_agent_max_low_ops 0 for osd'
+    assert m._tuner.views[next(iter(m._tiers))].decision.action == 'hold'
+    del type(m).foreign_options[('osd', 'osd_agent_max_low_ops')]
+    type(m).foreign_options[('osd', 'osd_agent_max_ops')] = 4
+    m.tick(burst['samples'][-1]['mono'] + 90, burst['samples'][-1]['wall'] + 90)
+    assert 'TIERTUNE_AGENT_STOPPED' not in m.health
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['agent_stopped'] is None
