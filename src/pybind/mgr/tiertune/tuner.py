@@ -335,6 +335,15 @@ class Tuner:
                           flags: Sequence[str], sleep_interval: float, mono: float,
                           wall: float) -> controller.ControllerInput:
         ps = self.settings.pool(pid)
+        holds = hold_reasons(tier, entries, flags, sleep_interval, mono)
+        if self._map_behind_own_change(pid, tier, mono):
+            # A tick a command woke can come before the OSD map shows the
+            # last change: planned from these ratios, a change would leave
+            # out each ratio already where it goes in them, and record as
+            # set what the pool never has (found by a review helper, with
+            # min_interval_s 0 and no hit sets: nothing else waits then).
+            holds.append(f'the OSD map does not show tiertune\'s last change yet (it has '
+                         f'{fmt(tier.ratios)})')
         return controller.ControllerInput(
             now_s=mono, ratios=tier.ratios,
             fill=levels.fill if levels else None, dirty=levels.dirty if levels else None,
@@ -346,7 +355,7 @@ class Tuner:
             # future; count it as now rather than hold until then.
             last_change_s=(mono - max(wall - ps.last_change_wall, 0.0)
                            if ps.last_change_wall is not None else None),
-            hold_reasons=tuple(hold_reasons(tier, entries, flags, sleep_interval, mono)),
+            hold_reasons=tuple(holds),
             target_max_bytes=tier.target_max_bytes,
             full_pgs=entries[-1].sample.counters.num_evict_mode_full if entries else 0)
 

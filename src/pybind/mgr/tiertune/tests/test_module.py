@@ -1372,3 +1372,52 @@ def test_agent_op_limits_at_zero_hold_the_pool_and_raise_a_check(burst, make_mod
     assert 'TIERTUNE_AGENT_STOPPED' not in m.health
     (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
     assert row['agent_stopped'] is None
+
+
+def test_a_tick_before_the_map_shows_its_own_last_change_holds(burst, make_module,
+                                                                monkeypatch):
+    """A tier without hit sets and min_interval_s 0 (nothing else waits): a
+    tick a command wakes right after tiertune's own change, the OSD map not
+    yet showing it, planned its next change from the ratios before it,
+    sent only the ratios that differed from those, and recorded as set
+    what the pool never had (found by a review helper)."""
+    def no_hit_sets(inputs):
+        out = copy.deepcopy(inputs)
+        for p in out['osd_map']['pools']:
+            if p['tier_of'] >= 0:
+                p.update(hit_set_count=0, hit_set_period=0, hit_set_params={'type': 'none'})
+        return out
+    recs = [dict(r, inputs=no_hit_sets(r['inputs'])) for r in burst['samples']]
+    m, get = run_ticks(make_module, recs)
+    last = recs[-1]
+    pool = burst['spec']['cache_pool']
+    assert m._cmd_set(pool, 'min_interval_s', 0.0).retval == 0
+    assert m._cmd_mode(pool, 'on').retval == 0
+    sent = []
+    m._pool_set = lambda p, var, val: sent.append((var, val))
+    from tiertune import controller
+    from tiertune.topology import Ratios
+    real = controller.decide
+    want = [Ratios(0.2, 0.3, 0.9)]
+
+    def decide(inp):        # the law asks for want[0], unless the pool holds
+        d = real(inp)
+        if d.action == 'hold':
+            return d
+        return dataclasses.replace(d, action='change', next=want[0], recommended=want[0],
+                                   reasons=('test: forced',))
+    monkeypatch.setattr(controller, 'decide', decide)
+    m.tick(last['mono'] + 30, last['wall'] + 30)
+    (pid,) = m._tiers
+    assert sent, m._tuner.views[pid].decision.reasons
+    sent.clear()
+    want[0] = Ratios(0.3, 0.6, 0.8)
+    # No osd_map notification yet: the tick has the map from before it.
+    m.tick(last['mono'] + 30.5, last['wall'] + 30.5, woken=True)
+    assert sent == []
+    (pid,) = m._tiers
+    view = m._tuner.views[pid]
+    assert view.decision.action == 'hold'
+    assert any("the OSD map does not show tiertune's last change yet" in r
+               for r in view.decision.reasons), view.decision.reasons
+    assert m._tuner.settings.pool(pid).last_applied == Ratios(0.2, 0.3, 0.9)
