@@ -9,12 +9,16 @@ from .predictions import Band
 from .report import fmt_bytes, fmt_wall
 from .state import Settings
 from .topology import CacheTier
-from .tuner import PoolFailure, PoolView
+from .tuner import RETRY_BACKOFF_MAX_S, ChangeRefusals, PoolFailure, PoolView
 
 # Ticks that fail in a row before it is raised: one failure can be a mon
 # election or a stats report in the middle of an update; three at the
 # default 30 s interval are a loop that no longer tunes.
 TICK_FAILURES_WARN = 3
+# Changes the mon refuses in a row before TIERTUNE_CHANGE_REFUSED: one can
+# be a mon election; three span the first backoffs (30 + 60 s and more),
+# and the pool keeps its ratios meanwhile while status says `on`.
+CHANGE_REFUSALS_WARN = 3
 
 
 # A pool's TIERTUNE_CACHE_FULL_RISK stays raised until no tick has raised
@@ -108,22 +112,33 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   settings: Settings, hold: Optional[FullRiskHold] = None,
                   mono: float = 0.0,
                   failures: Optional[Mapping[int, PoolFailure]] = None,
-                  history: Optional[Tuple[int, float]] = None) -> Dict[str, Any]:
+                  history: Optional[Tuple[int, float]] = None,
+                  refusals: Optional[Mapping[int, ChangeRefusals]] = None) -> Dict[str, Any]:
     """TIERTUNE_NO_TARGET, TIERTUNE_AGENT_STOPPED, TIERTUNE_SPLIT_UNSCRUBBED,
-    TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK, TIERTUNE_POOL_FAILED and
-    TIERTUNE_HISTORY_TOO_SHORT for the pools
+    TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK, TIERTUNE_POOL_FAILED,
+    TIERTUNE_CHANGE_REFUSED and TIERTUNE_HISTORY_TOO_SHORT for the pools
     tiertune looks at (mode warn or on).  hold: the module's FullRiskHold,
     with the tick's monotonic time (mono), keeps a pool's full-risk check
     raised FULL_RISK_CLEAR_S after its last raise.  failures: the tuner's,
-    by pool.  history: the history_size and sleep_interval options."""
+    by pool.  history: the history_size and sleep_interval options.
+    refusals: the tuner's, by pool (raised for pools in `on` only)."""
     no_target: List[str] = []
     failed: List[str] = []
     full_risk: Dict[int, str] = {}
     blocked: List[str] = []
     unscrubbed: List[str] = []
     stopped: List[str] = []
+    refused: List[str] = []
     by_name = sorted(tiers.items(), key=lambda kv: kv[1].pool)
     for pid, tier in by_name:
+        refusal = (refusals or {}).get(pid)
+        if (refusal is not None and refusal.count >= CHANGE_REFUSALS_WARN
+                and settings.effective_mode(pid) == 'on'):
+            refused.append(
+                f'pool {tier.pool}: the mon refused its last {refusal.count} changes, since '
+                f'{fmt_wall(refusal.since_wall)}: {refusal.error}; its ratios stay as they '
+                f'are, and tiertune tries again at most every '
+                f'{RETRY_BACKOFF_MAX_S / 60:.0f} min')
         if tier.agent_stopped:
             stopped.append(
                 f'pool {tier.pool}: {tier.agent_stopped} in the config database: the tier '
@@ -183,6 +198,9 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
     if too_short:
         checks['TIERTUNE_HISTORY_TOO_SHORT'] = _check(
             'tiertune keeps too short a history to fit any pool: nothing is tuned', [too_short])
+    if refused:
+        checks['TIERTUNE_CHANGE_REFUSED'] = _check(
+            f'{len(refused)} cache pool(s) in on mode whose changes the mon refuses', refused)
     if failed:
         checks['TIERTUNE_POOL_FAILED'] = _check(
             f'{len(failed)} cache pool(s) tiertune cannot fit or decide: left as they are',

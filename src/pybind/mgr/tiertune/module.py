@@ -418,7 +418,8 @@ class Module(Commands, MgrModule):
         with self._lock:
             checks = health_checks(active, self._tuner.views, self._tuner.settings,
                                    self._full_risk, mono, self._tuner.failures,
-                                   (int(self.history_size), float(self.sleep_interval)))
+                                   (int(self.history_size), float(self.sleep_interval)),
+                                   self._tuner.refusals)
             calls = self._progress_calls(active, levels, before, mono)
         self._tick_checks = checks
         self._send_progress(calls)
@@ -538,6 +539,7 @@ class Module(Commands, MgrModule):
             self.log.info('pool %d was deleted: its tiertune settings and history dropped', pid)
             t.histories.pop(pid, None)
             t.retry_after.pop(pid, None)
+            t.refusals.pop(pid, None)
             t.own_changes.pop(pid, None)
         removed = [t.settings.pools.pop(pid, None) for pid in gone]
         if any(ps is not None for ps in removed):

@@ -160,12 +160,24 @@ class ChangeResult:
     path: Tuple[Ratios, ...]
 
 
+@dataclass(frozen=True)
+class ChangeRefusals:
+    """A pool's changes the mon refused, in a row: the latest error, and
+    when the first of them was made (wall clock)."""
+    count: int
+    error: str
+    since_wall: float
+
+
 @dataclass
 class Tuner:
     settings: Settings = field(default_factory=Settings)
     histories: Dict[int, Deque[DecisionRecord]] = field(default_factory=dict)
     views: Dict[int, PoolView] = field(default_factory=dict)
     retry_after: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # mono, backoff
+    # Per pool, its changes refused in a row (TIERTUNE_CHANGE_REFUSED);
+    # in memory only, as retry_after.
+    refusals: Dict[int, ChangeRefusals] = field(default_factory=dict)
     # Per pool, the models' arrays kept between ticks (see models.SeriesCache).
     series: Dict[int, models.SeriesCache] = field(default_factory=dict)
     # Per pool, tiertune's last change to it (see OwnChange).  In memory
@@ -521,10 +533,14 @@ class Tuner:
         retry = self.retry_after.get(pid)
         if err is None:
             self.retry_after.pop(pid, None)
+            self.refusals.pop(pid, None)
             outcome = 'applied'
         else:
             backoff = min((retry[1] * 2) if retry else RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
             self.retry_after[pid] = (mono + backoff, backoff)
+            was = self.refusals.get(pid)
+            self.refusals[pid] = ChangeRefusals(was.count + 1 if was else 1, err,
+                                                was.since_wall if was else wall)
             outcome = f'failed: {err} (retry in {backoff:.0f}s)'
             eff.log(f'{tier.pool}: change failed: {err}')
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='on',

@@ -1421,3 +1421,33 @@ def test_a_tick_before_the_map_shows_its_own_last_change_holds(burst, make_modul
     assert any("the OSD map does not show tiertune's last change yet" in r
                for r in view.decision.reasons), view.decision.reasons
     assert m._tuner.settings.pool(pid).last_applied == Ratios(0.2, 0.3, 0.9)
+
+
+def test_changes_the_mon_keeps_refusing_raise_a_check(burst, make_module, monkeypatch):
+    """Each refused change was only a history line ('failed: ... retry in
+    960s'): status said `on`, no check was raised, and the pool kept its
+    ratios for as long as the mon refused (found by a review helper)."""
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    assert m._cmd_mode(pool, 'on').retval == 0
+    from tiertune.topology import Ratios
+    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
+    refuse = [True]
+    m._pool_set = lambda p, var, val: 'Error EACCES: access denied' if refuse[0] else None
+    last = burst['samples'][-1]
+    for n in range(1, 4):
+        assert 'TIERTUNE_CHANGE_REFUSED' not in m.health, n
+        # Past each backoff (30 s, 60 s, 120 s): every tick tries once.
+        m.tick(last['mono'] + 1000 * n, last['wall'] + 1000 * n)
+    (detail,) = m.health['TIERTUNE_CHANGE_REFUSED']['detail']
+    assert detail.startswith(f'pool {pool}: the mon refused its last 3 changes, since ')
+    assert 'Error EACCES: access denied' in detail
+    # Only for a pool tiertune is to change: in warn it is not raised.
+    assert m._cmd_mode(pool, 'warn').retval == 0
+    m.tick(last['mono'] + 4000, last['wall'] + 4000)
+    assert 'TIERTUNE_CHANGE_REFUSED' not in m.health
+    assert m._cmd_mode(pool, 'on').retval == 0
+    refuse[0] = False
+    m.tick(last['mono'] + 5000, last['wall'] + 5000)
+    assert 'TIERTUNE_CHANGE_REFUSED' not in m.health
+    assert m._tuner.refusals == {}
