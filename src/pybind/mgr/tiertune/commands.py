@@ -177,10 +177,15 @@ class Commands:
             if tier is None:
                 s.mode = new
                 taken = [ps for ps in s.pools.values() if ps.mode is None]
+                t = self._tuner
+                t.forget_refusals(
+                    [pid for pid in {*t.refusals, *t.retry_after}
+                     if pid not in s.pools or s.pools[pid].mode is None])
             else:
                 ps = s.pool(tier.pool_id)
                 ps.mode = None if new == FOLLOW_DEFAULT else new
                 taken = [ps]
+                self._tuner.forget_refusals([tier.pool_id])
             for ps in taken:
                 if s.effective_mode_of(ps) == 'on':
                     # Whatever the pool has now, set by tiertune or by hand

@@ -137,8 +137,9 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
             refused.append(
                 f'pool {tier.pool}: the mon refused its last {refusal.count} changes, since '
                 f'{fmt_wall(refusal.since_wall)}: {refusal.error}; its ratios stay as they '
-                f'are, and tiertune tries again at most every '
-                f'{RETRY_BACKOFF_MAX_S / 60:.0f} min')
+                f'are, and tiertune tries again after a backoff of up to '
+                f'{RETRY_BACKOFF_MAX_S / 60:.0f} min (`ceph tiertune mode {tier.pool} on` '
+                f'tries at once)')
         if tier.agent_stopped:
             stopped.append(
                 f'pool {tier.pool}: {tier.agent_stopped} in the config database: the tier '

@@ -405,20 +405,22 @@ def _law(inp: ControllerInput) -> _Law:
         nums.update(burst_bytes=burst_b, burst_bytes_assumed=measured is None)
         burst_desc = (f'a typical write burst of {_size(burst_b)}' if measured is not None
                       else f'a write burst ({_size(short)}/s for ~{burst_s:.0f} s)')
-        if near_full:
-            whys['dirty'] = _RatioWhy(
-                why=f'{burst_desc} while the cache is predicted full in {ttf:.0f} s',
-                purpose='(flushing is not deferred)', say_if_kept=True)
-        elif writes_blocked:
+        if writes_blocked:
             # Writes to objects the cache lacks wait while those to cached
             # ones land and read as a burst: it does not fit, whatever the
             # sums say, and a higher dirty ratio would defer the flushes
             # that make room.  Lowered, as for a burst that does not fit:
             # on an OSD with no PG flushing HIGH, more PGs flush LOW.
+            # Before near_full, which a cache filling into FULL nearly
+            # always is, and which keeps dirty where it is.
             want_d = dmin
             whys['dirty'] = _RatioWhy(
                 why=f'{burst_desc} while {_blocked}', bound='min',
                 purpose='so flushing makes the room they wait for', say_if_kept=True)
+        elif near_full:
+            whys['dirty'] = _RatioWhy(
+                why=f'{burst_desc} while the cache is predicted full in {ttf:.0f} s',
+                purpose='(flushing is not deferred)', say_if_kept=True)
         elif target is None or dirty is None:
             whys['dirty'] = _RatioWhy(
                 why=f'{burst_desc}, but its share of the target is unknown '

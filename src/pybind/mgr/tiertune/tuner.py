@@ -16,6 +16,7 @@ from typing import (
     ContextManager,
     Deque,
     Dict,
+    Iterable,
     List,
     Mapping,
     Optional,
@@ -42,6 +43,9 @@ HOLD_CACHE_MODES = ('proxy', 'forward')
 # After a failed `osd pool set`, wait this long before retrying, doubling
 # up to the cap: a mon that refuses now (or is electing) is not hammered.
 RETRY_BACKOFF_S = 30.0
+# The error of a change whose pool left `on` while its commands ran: no
+# refusal of the mon's (TIERTUNE_CHANGE_REFUSED does not count it).
+STOPPED_NOT_ON = 'stopped: the pool is no longer in on mode'
 RETRY_BACKOFF_MAX_S = 960.0
 # Pools fitted together, then decided together (see Tuner.step).  A batch
 # holds about ten new objects per pool for the garbage collector until its
@@ -238,6 +242,8 @@ class Tuner:
             del self.series[pid]
         for pid in [p for p in self.failures if p not in tiers]:
             del self.failures[pid]
+        for pid in [p for p in self.refusals if p not in tiers]:
+            del self.refusals[pid]
         pools = list(tiers.items())
         changes: List[PendingChange] = []
         for first in range(0, len(pools), FIT_BATCH):
@@ -539,8 +545,9 @@ class Tuner:
             backoff = min((retry[1] * 2) if retry else RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
             self.retry_after[pid] = (mono + backoff, backoff)
             was = self.refusals.get(pid)
-            self.refusals[pid] = ChangeRefusals(was.count + 1 if was else 1, err,
-                                                was.since_wall if was else wall)
+            if err != STOPPED_NOT_ON:
+                self.refusals[pid] = ChangeRefusals(was.count + 1 if was else 1, err,
+                                                    was.since_wall if was else wall)
             outcome = f'failed: {err} (retry in {backoff:.0f}s)'
             eff.log(f'{tier.pool}: change failed: {err}')
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='on',
@@ -569,7 +576,7 @@ class Tuner:
             path.append(current)
         for var, value, after in steps:
             if not go_on():
-                return reached, 'stopped: the pool is no longer in on mode'
+                return reached, STOPPED_NOT_ON
             err = eff.pool_set(pool, var, f'{value:.6f}')
             if err is not None:
                 return reached, f'osd pool set {pool} {var} {value:.6f}: {err}'
@@ -578,9 +585,18 @@ class Tuner:
                 path.append(after)
         return reached, None
 
+    def forget_refusals(self, pids: Iterable[int]) -> None:
+        """The operator acted on these pools (mode, reset): the next change
+        is tried without waiting out an old backoff, and refusals count
+        again from it."""
+        for pid in pids:
+            self.retry_after.pop(pid, None)
+            self.refusals.pop(pid, None)
+
     def reset(self, pid: int, tier: CacheTier, eff: Effects, wall: float,
               mono: float) -> Tuple[int, str]:
         """Restore the baseline ratios and return the pool to warn."""
+        self.forget_refusals([pid])
         ps = self.settings.pool(pid)
         if ps.baseline is None:
             ps.mode = 'warn'

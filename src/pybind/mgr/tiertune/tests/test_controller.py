@@ -567,6 +567,14 @@ def test_no_rule_raises_dirty_or_dirty_high_while_writes_wait_for_room():
             assert dec.recommended.dirty_high <= cur.dirty_high + TOL, dec
             assert all(n <= c + TOL for n, c in zip(triple(dec.next)[:2], triple(cur)[:2])), dec
             assert any('writes wait for room' in str(r) for r in dec.reasons), dec.reasons
+    # A cache filling into FULL is nearly always predicted full too: the
+    # burst still does not fit, and dirty goes to its floor from above it.
+    filling = make_model(state='burst', short=100e6, burst_bytes=5 * GiB, burst_seconds=60.0,
+                         ttf=30.0)
+    dec = decide(dataclasses.replace(make_input(filling, ratios=Ratios(0.4, 0.6, 0.8),
+                                                fill=0.97, dirty=0.45), full_pgs=3))
+    assert dec.recommended.dirty == pytest.approx(0.1), dec
+    assert any('while 3 PG(s) FULL' in str(r) for r in dec.reasons), dec.reasons
     # The bounds still win: a dirty_high under its min comes up to it.
     dec = decide(dataclasses.replace(make_input(overrun, ratios=Ratios(0.1, 0.2, 0.8),
                                                 fill=0.97, dirty=0.35), full_pgs=3))

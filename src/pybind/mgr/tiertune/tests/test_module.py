@@ -1442,11 +1442,26 @@ def test_changes_the_mon_keeps_refusing_raise_a_check(burst, make_module, monkey
     (detail,) = m.health['TIERTUNE_CHANGE_REFUSED']['detail']
     assert detail.startswith(f'pool {pool}: the mon refused its last 3 changes, since ')
     assert 'Error EACCES: access denied' in detail
+    assert 'up to 16 min' in detail
+    (pid,) = m._tiers
     # Only for a pool tiertune is to change: in warn it is not raised.
     assert m._cmd_mode(pool, 'warn').retval == 0
     m.tick(last['mono'] + 4000, last['wall'] + 4000)
     assert 'TIERTUNE_CHANGE_REFUSED' not in m.health
+    # `on` again starts afresh: tried at once (no old backoff to wait out),
+    # and counted from 1, not raised again with the old count.
     assert m._cmd_mode(pool, 'on').retval == 0
+    m.tick(last['mono'] + 4001, last['wall'] + 4001)
+    assert m._tuner.refusals[pid].count == 1
+    assert 'TIERTUNE_CHANGE_REFUSED' not in m.health
+    # Not kept for a pool set off (decide forgets it, as its failures).
+    assert m._cmd_mode(pool, 'off').retval == 0
+    m.tick(last['mono'] + 4100, last['wall'] + 4100)
+    assert m._tuner.refusals == {}
+    assert m._cmd_mode(pool, 'on').retval == 0
+    m.tick(last['mono'] + 4200, last['wall'] + 4200)
+    assert m._tuner.refusals[pid].count == 1
+    # A change that goes through clears it.
     refuse[0] = False
     m.tick(last['mono'] + 5000, last['wall'] + 5000)
     assert 'TIERTUNE_CHANGE_REFUSED' not in m.health
