@@ -60,7 +60,7 @@ lint: $(LINT_VENV)/.ok
 	# The module (not its tests) at the oldest Python it supports
 	# (cannot_run.MIN_PYTHON): ceph-mgr runs the Python it was built with.
 	MYPYPATH=/usr/share/ceph/mgr $(LINT_VENV)/bin/mypy --config-file mypy.ini \
-	    --python-version 3.8 $(filter-out %/conftest.py,$(wildcard src/pybind/mgr/tiertune/*.py))
+	    --python-version 3.8 $(wildcard src/pybind/mgr/tiertune/*.py)
 	$(LINT_VENV)/bin/mypy --config-file mypy.ini tools/localcluster tools/capture_fixtures.py \
 	    tools/bench
 

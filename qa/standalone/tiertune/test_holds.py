@@ -106,28 +106,34 @@ def test_a_split_cache_pool_is_held_and_raised_until_its_pgs_are_scrubbed(cluste
 
 
 def test_agent_op_limits_at_zero_are_held_and_raised(cluster):
-    """osd_agent_max_low_ops (or osd_agent_max_ops) at 0 in the config
-    database leaves the OSDs' tier agent no ops to run: seen here with
-    both at 0, the cache filled, a PG went FULL and a write waited ten
-    minutes while tiertune said only that client writes were idle, and
-    Ceph raised no check for the cause.  The pool holds and
-    TIERTUNE_AGENT_STOPPED names it; both go when the setting does.  Read
-    every tick: `ceph config set` changes no OSD map."""
-    held = 'the tier agent of its OSDs may run no ops (osd_agent_max_low_ops 0 for osd.'
-    cluster.ceph('config', 'set', 'osd', 'osd_agent_max_low_ops', '0')
+    """osd_agent_max_ops and osd_agent_max_low_ops at 0 in the config
+    database leave the OSDs' tier agent no ops to run: seen here, the cache
+    filled, a PG went FULL and a write waited ten minutes while tiertune
+    said only that client writes were idle, and Ceph raised no check for
+    the cause.  The pool holds and TIERTUNE_AGENT_STOPPED names it; both go
+    when the settings do.  Read every tick: `ceph config set` changes no
+    OSD map."""
+    held = ('the tier agent of its OSDs may run no ops (osd_agent_max_ops 0 and '
+            'osd_agent_max_low_ops 0 for osd.')
+    options = ('osd_agent_max_ops', 'osd_agent_max_low_ops')
     try:
+        for name in options:
+            cluster.ceph('config', 'set', 'osd', name, '0')
         row = wait_row(cluster, 'the tick to hold for the stopped agent',
                        lambda r: any(x.startswith(held) for x in reasons(r)))
         assert row['decision']['action'] == 'hold'
-        assert row['agent_stopped'].startswith('osd_agent_max_low_ops 0 for osd.')
+        assert row['agent_stopped'].startswith(
+            'osd_agent_max_ops 0 and osd_agent_max_low_ops 0 for osd.')
         # The mgr reports its modules' checks to the mon every few seconds.
         check = wait_for('TIERTUNE_AGENT_STOPPED',
                          lambda: tiertune_check(cluster, 'TIERTUNE_AGENT_STOPPED'))
         assert check['detail'][0]['message'].startswith(
-            f'pool {cluster.spec.cache_pool}: osd_agent_max_low_ops 0 for osd.')
+            f'pool {cluster.spec.cache_pool}: osd_agent_max_ops 0 and osd_agent_max_low_ops 0 '
+            f'for osd.')
     finally:
-        cluster.ceph('config', 'rm', 'osd', 'osd_agent_max_low_ops')
-    wait_row(cluster, 'the hold to go with the setting',
+        for name in options:
+            cluster.ceph('config', 'rm', 'osd', name)
+    wait_row(cluster, 'the hold to go with the settings',
              lambda r: not any(x.startswith(held) for x in reasons(r)))
     wait_for('TIERTUNE_AGENT_STOPPED to clear',
              lambda: tiertune_check(cluster, 'TIERTUNE_AGENT_STOPPED') is None)

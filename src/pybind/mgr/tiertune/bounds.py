@@ -141,7 +141,9 @@ def as_typed(value: float) -> float:
     stored settings showed that.  Fifteen significant digits give back
     any decimal typed with fifteen or fewer."""
     v = float(value)
-    return float(f'{v:.15g}') if math.isfinite(v) else v
+    typed = float(f'{v:.15g}') if math.isfinite(v) else v
+    # The largest floats round up past the largest there is.
+    return typed if math.isfinite(typed) else v
 
 
 def bounds_from_dict(d: Mapping[str, Any]) -> Bounds:

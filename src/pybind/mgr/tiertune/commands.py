@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
-from .agent_config import with_agent_stopped
+from .agent_config import with_agent_ops
 from .bounds import as_typed, with_setting
 from .report import format_history, format_table, note_lines, status_row
 from .splits import SPLIT_FIELDS, SPLIT_SOURCE, pg_pool_id, with_invalid_stats
@@ -102,8 +102,8 @@ class Commands:
         was made on."""
         with self._lock:
             invalid = {pid: t.invalid_stats_pgs for pid, t in self._tiers.items()}
-            stopped = {pid: t.agent_stopped for pid, t in self._tiers.items()}
-        return with_agent_stopped(with_invalid_stats(cache_tiers(osd_map), invalid), stopped)
+            ops = {pid: (t.agent_stopped, t.agent_limited) for pid, t in self._tiers.items()}
+        return with_agent_ops(with_invalid_stats(cache_tiers(osd_map), invalid), ops)
 
     def _reply(self, obj: Any, fmt: str, plain: str) -> HandleCommandResult:
         if fmt == 'plain':

@@ -145,6 +145,9 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                 f'pool {tier.pool}: {tier.agent_stopped} in the config database: the tier '
                 f'agent neither flushes nor evicts, so the pool fills and writes to objects '
                 f'it lacks block (ceph config dump | grep osd_agent_max)')
+        elif tier.agent_limited:
+            stopped.append(f'pool {tier.pool}: {tier.agent_limited} (ceph config dump | grep '
+                           f'osd_agent_max)')
         if tier.invalid_stats_pgs:
             unscrubbed.append(
                 f'pool {tier.pool}: {tier.invalid_stats_pgs} of its PGs have had no scrub since '
@@ -180,7 +183,7 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
     checks: Dict[str, Any] = {}
     if stopped:
         checks['TIERTUNE_AGENT_STOPPED'] = _check(
-            f'{len(stopped)} cache pool(s) whose OSDs may run no tier agent ops', stopped)
+            f'{len(stopped)} cache pool(s) whose OSDs\' tier agent op limits are 0', stopped)
     if unscrubbed:
         checks['TIERTUNE_SPLIT_UNSCRUBBED'] = _check(
             f'{len(unscrubbed)} cache pool(s) with PGs left idle by a split until scrubbed',

@@ -15,7 +15,7 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
 from . import models, sample_store
-from .agent_config import agents_stopped, with_agent_stopped
+from .agent_config import agents_ops, with_agent_ops
 from .commands import Commands
 from .health import TICK_FAILURES_WARN, FullRiskHold, health_checks, tick_failed_check
 from .options import OPTION_NAMES, OPTIONS, within_bounds
@@ -367,7 +367,7 @@ class Module(Commands, MgrModule):
         clock = StepClock(parts)
         ready = self._pg_stats_ready()
         tiers, splits_text = self._watch_splits(tiers, pools is not None, ready, mono, clock)
-        tiers = with_agent_stopped(tiers, agents_stopped(
+        tiers = with_agent_ops(tiers, agents_ops(
             {pid: self._agent_entities.get(pid, 'osd') for pid in tiers}, self._osd_value))
         samples = take_samples(self.get, tiers, mono, wall) if ready else {}
         clock.mark('pool_stats')

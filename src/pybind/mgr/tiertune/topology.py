@@ -86,8 +86,10 @@ class CacheTier:
     # (splits.SplitWatch; not in the OSD map).
     invalid_stats_pgs: int = 0
     # Why the tier agent of the pool's OSDs does nothing ('' when it runs):
-    # its op limits at 0 in the mon's config database (agent_config).
+    # both its op limits at 0 in the mon's config database; or why it runs
+    # only on one side of dirty_high (one of them at 0).  See agent_config.
     agent_stopped: str = ''
+    agent_limited: str = ''
 
     @property
     def pg_change(self) -> Optional[str]:

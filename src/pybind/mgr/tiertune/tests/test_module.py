@@ -481,6 +481,8 @@ def test_set_stores_the_decimal_typed_not_the_mgrs_parse_of_it(burst, make_modul
     # Values an earlier version stored as the mgr parsed them read back typed.
     from tiertune.bounds import bounds_from_dict
     assert bounds_from_dict({'full_ratio_min': 0.7000000000000001}).full_ratio_min == 0.7
+    from tiertune.bounds import as_typed
+    assert as_typed(1.7976931348623157e308) == 1.7976931348623157e308     # not inf
 
 
 def test_mode_arguments(burst, make_module):
@@ -1350,28 +1352,38 @@ def test_agent_op_limits_at_zero_hold_the_pool_and_raise_a_check(burst, make_mod
     # minutes, and tiertune said only that client writes were idle.
     m, get = run_ticks(make_module, burst['samples'])
     pool = burst['spec']['cache_pool']
-    m.tick(burst['samples'][-1]['mono'] + 30, burst['samples'][-1]['wall'] + 30)
+    last = burst['samples'][-1]
+    m.tick(last['mono'] + 30, last['wall'] + 30)
     assert 'TIERTUNE_AGENT_STOPPED' not in m.health
-    type(m).foreign_options[('osd', 'osd_agent_max_low_ops')] = 0
+    opts = type(m).foreign_options
+    # One at 0: raised, and the law goes on (dirty_high starts the agent).
+    opts[('osd', 'osd_agent_max_low_ops')] = 0
     # Read every tick: `ceph config set` changes no OSD map.
-    m.tick(burst['samples'][-1]['mono'] + 60, burst['samples'][-1]['wall'] + 60)
-    check = m.health['TIERTUNE_AGENT_STOPPED']
-    (detail,) = check['detail']
-    assert detail.startswith(f'pool {pool}: osd_agent_max_low_ops 0 for osd in the config '
-                             f'database')
+    m.tick(last['mono'] + 60, last['wall'] + 60)
+    (detail,) = m.health['TIERTUNE_AGENT_STOPPED']['detail']
+    assert detail.startswith(f'pool {pool}: osd_agent_max_low_ops 0 for osd: the agent runs '
+                             f'only while a PG of the OSD flushes HIGH')
+    e = json.loads(m._cmd_eval(pool, format='json').stdout)
+    assert not any('may run no ops' in r for r in e['decision']['reasons'])
+    # Both at 0: held too.
+    opts[('osd', 'osd_agent_max_ops')] = 0
+    m.tick(last['mono'] + 90, last['wall'] + 90)
+    (detail,) = m.health['TIERTUNE_AGENT_STOPPED']['detail']
+    assert detail.startswith(f'pool {pool}: osd_agent_max_ops 0 and osd_agent_max_low_ops 0 '
+                             f'for osd in the config database')
     e = json.loads(m._cmd_eval(pool, format='json').stdout)
     assert e['decision']['action'] == 'hold'
-    assert any('the tier agent of its OSDs may run no ops (osd_agent_max_low_ops 0 for osd)'
-               in r for r in e['decision']['reasons']), e['decision']['reasons']
+    assert any('the tier agent of its OSDs may run no ops (osd_agent_max_ops 0 and '
+               'osd_agent_max_low_ops 0 for osd)' in r for r in e['decision']['reasons']), \
+        e['decision']['reasons']
     (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
-    assert row['agent_stopped'] == 'osd_agent_max_low_ops 0 for osd'
+    assert row['agent_stopped'] == 'osd_agent_max_ops 0 and osd_agent_max_low_ops 0 for osd'
     assert m._tuner.views[next(iter(m._tiers))].decision.action == 'hold'
-    del type(m).foreign_options[('osd', 'osd_agent_max_low_ops')]
-    type(m).foreign_options[('osd', 'osd_agent_max_ops')] = 4
-    m.tick(burst['samples'][-1]['mono'] + 90, burst['samples'][-1]['wall'] + 90)
+    opts.clear()
+    m.tick(last['mono'] + 120, last['wall'] + 120)
     assert 'TIERTUNE_AGENT_STOPPED' not in m.health
     (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
-    assert row['agent_stopped'] is None
+    assert row['agent_stopped'] is None and row['agent_limited'] is None
 
 
 def test_a_tick_before_the_map_shows_its_own_last_change_holds(burst, make_module,
