@@ -10,19 +10,17 @@ neither flushes nor evicts fills until writes to objects it lacks block
 minutes while the pool read as idle).  The pool holds (agent_stopped).
 One at 0, the agent runs only on one side of dirty_high: the check says
 so (agent_limited), and the law goes on (dirty_high is then what starts
-or stops it).  Ceph raises no health
-check for it (notieragent, which does the same, is an OSD map flag Ceph
-warns about).
+or stops it).  Ceph raises no health check for it (notieragent, which
+does the same, is an OSD map flag Ceph warns about).
 
 Read every tick: `ceph config set` changes no OSD map.  A value set in an
 OSD's ceph.conf or injected at runtime is not in the database, and not
 seen.
 """
 
-import dataclasses
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
-from .topology import CacheTier
+from .topology import CacheTier, with_fields
 
 AGENT_OPTIONS = ('osd_agent_max_ops', 'osd_agent_max_low_ops')
 
@@ -78,6 +76,5 @@ def with_agent_ops(tiers: Mapping[int, CacheTier],
     out = {}
     for pid, t in tiers.items():
         stopped, limited = ops.get(pid, _RUNS)
-        out[pid] = (t if (t.agent_stopped, t.agent_limited) == (stopped, limited)
-                    else dataclasses.replace(t, agent_stopped=stopped, agent_limited=limited))
+        out[pid] = with_fields(t, agent_stopped=stopped, agent_limited=limited)
     return out

@@ -21,13 +21,12 @@ holds them for that; it reads once the move ends).  A steady tick reads
 none.
 """
 
-import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Collection, Dict, List, Mapping, Optional, Set, Tuple
 
-from .topology import CacheTier
+from .topology import CacheTier, with_fields
 
 # Sleep intervals between reads while a pool is watched: two minutes at
 # the default 30 s, against scrubs that take seconds to minutes a PG.
@@ -172,6 +171,5 @@ def with_invalid_stats(tiers: Mapping[int, CacheTier],
                        invalid: Mapping[int, int]) -> Dict[int, CacheTier]:
     """tiers with each pool's invalid_stats_pgs as last read (the same
     CacheTier where it did not change: SeriesCache follows it by identity)."""
-    return {pid: t if t.invalid_stats_pgs == invalid.get(pid, 0)
-            else dataclasses.replace(t, invalid_stats_pgs=invalid.get(pid, 0))
+    return {pid: with_fields(t, invalid_stats_pgs=invalid.get(pid, 0))
             for pid, t in tiers.items()}

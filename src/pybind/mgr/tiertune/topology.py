@@ -1,5 +1,6 @@
 """Cache-tier topology and settings, read from the OSD map's pool entries."""
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
@@ -116,6 +117,15 @@ class CacheTier:
     def has_target(self) -> bool:
         # Without either target the OSD agent never flushes or evicts.
         return self.target_max_bytes > 0 or self.target_max_objects > 0
+
+
+def with_fields(t: CacheTier, **fields: Any) -> CacheTier:
+    """t with fields set from outside the OSD map (splits, agent_config):
+    t itself when it has them already, as SeriesCache follows a tier by
+    identity."""
+    if all(getattr(t, k) == v for k, v in fields.items()):
+        return t
+    return dataclasses.replace(t, **fields)
 
 
 def _ratio_field(p: Mapping[str, Any], key: str) -> float:

@@ -236,14 +236,11 @@ class Tuner:
         trip, and every mgr module's commands share one thread).  A pool
         whose fit or decision raises is left out (see PoolFailure): one
         pool's odd samples must not stop the tuning of every other."""
-        for pid in [p for p in self.views if p not in tiers]:
-            del self.views[pid]
-        for pid in [p for p in self.series if p not in tiers]:
-            del self.series[pid]
-        for pid in [p for p in self.failures if p not in tiers]:
-            del self.failures[pid]
-        for pid in [p for p in self.refusals if p not in tiers]:
-            del self.refusals[pid]
+        per_pool: Tuple[Dict[int, Any], ...] = (self.views, self.series, self.failures,
+                                                 self.refusals)
+        for kept in per_pool:
+            for pid in [p for p in kept if p not in tiers]:
+                del kept[pid]
         pools = list(tiers.items())
         changes: List[PendingChange] = []
         for first in range(0, len(pools), FIT_BATCH):
@@ -544,8 +541,8 @@ class Tuner:
         else:
             backoff = min((retry[1] * 2) if retry else RETRY_BACKOFF_S, RETRY_BACKOFF_MAX_S)
             self.retry_after[pid] = (mono + backoff, backoff)
-            was = self.refusals.get(pid)
             if err != STOPPED_NOT_ON:
+                was = self.refusals.get(pid)
                 self.refusals[pid] = ChangeRefusals(was.count + 1 if was else 1, err,
                                                     was.since_wall if was else wall)
             outcome = f'failed: {err} (retry in {backoff:.0f}s)'

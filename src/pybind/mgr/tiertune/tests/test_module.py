@@ -1356,26 +1356,26 @@ def test_agent_op_limits_at_zero_hold_the_pool_and_raise_a_check(burst, make_mod
     m.tick(last['mono'] + 30, last['wall'] + 30)
     assert 'TIERTUNE_AGENT_STOPPED' not in m.health
     opts = type(m).foreign_options
+
+    def set_and_tick(option, after_s):
+        # Read every tick: `ceph config set` changes no OSD map.
+        opts[('osd', option)] = 0
+        m.tick(last['mono'] + after_s, last['wall'] + after_s)
+        (detail,) = m.health['TIERTUNE_AGENT_STOPPED']['detail']
+        return detail, json.loads(m._cmd_eval(pool, format='json').stdout)['decision']
     # One at 0: raised, and the law goes on (dirty_high starts the agent).
-    opts[('osd', 'osd_agent_max_low_ops')] = 0
-    # Read every tick: `ceph config set` changes no OSD map.
-    m.tick(last['mono'] + 60, last['wall'] + 60)
-    (detail,) = m.health['TIERTUNE_AGENT_STOPPED']['detail']
+    detail, decision = set_and_tick('osd_agent_max_low_ops', 60)
     assert detail.startswith(f'pool {pool}: osd_agent_max_low_ops 0 for osd: the agent runs '
                              f'only while a PG of the OSD flushes HIGH')
-    e = json.loads(m._cmd_eval(pool, format='json').stdout)
-    assert not any('may run no ops' in r for r in e['decision']['reasons'])
+    assert not any('may run no ops' in r for r in decision['reasons'])
     # Both at 0: held too.
-    opts[('osd', 'osd_agent_max_ops')] = 0
-    m.tick(last['mono'] + 90, last['wall'] + 90)
-    (detail,) = m.health['TIERTUNE_AGENT_STOPPED']['detail']
+    detail, decision = set_and_tick('osd_agent_max_ops', 90)
     assert detail.startswith(f'pool {pool}: osd_agent_max_ops 0 and osd_agent_max_low_ops 0 '
                              f'for osd in the config database')
-    e = json.loads(m._cmd_eval(pool, format='json').stdout)
-    assert e['decision']['action'] == 'hold'
+    assert decision['action'] == 'hold'
     assert any('the tier agent of its OSDs may run no ops (osd_agent_max_ops 0 and '
-               'osd_agent_max_low_ops 0 for osd)' in r for r in e['decision']['reasons']), \
-        e['decision']['reasons']
+               'osd_agent_max_low_ops 0 for osd)' in r for r in decision['reasons']), \
+        decision['reasons']
     (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
     assert row['agent_stopped'] == 'osd_agent_max_ops 0 and osd_agent_max_low_ops 0 for osd'
     assert m._tuner.views[next(iter(m._tiers))].decision.action == 'hold'
