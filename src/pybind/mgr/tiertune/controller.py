@@ -184,7 +184,8 @@ def decide(inp: ControllerInput) -> Decision:
         # for the hold and come back after it.
         return Decision(action='hold', current=current, recommended=recommended,
                         next=current, reasons=reasons, numbers=numbers,
-                        bounds_block='; '.join(law.blocks) if law and law.blocks else None)
+                        bounds_block=('; '.join(law.blocks)
+                                      if law and law.blocks and inp.blocks_matter else None))
 
     assert law is not None
     nxt = step(current, recommended, inp.knobs, _exempt(current, inp.bounds))

@@ -109,6 +109,10 @@ class ControllerInput:
     # PGs in evict mode FULL (over 100% of their share: writes to objects
     # the cache lacks wait), from the latest sample.
     full_pgs: int = 0
+    # False while the tier takes no new client writes or its agent never
+    # acts (see tuner.blocks_matter): what the law wants is then moot, and
+    # a hold says nothing of the bounds.
+    blocks_matter: bool = True
 
 
 def _finite(x: Optional[float]) -> Optional[float]:

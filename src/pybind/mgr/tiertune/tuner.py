@@ -372,7 +372,8 @@ class Tuner:
                            if ps.last_change_wall is not None else None),
             hold_reasons=tuple(holds),
             target_max_bytes=tier.target_max_bytes,
-            full_pgs=entries[-1].sample.counters.num_evict_mode_full if entries else 0)
+            full_pgs=entries[-1].sample.counters.num_evict_mode_full if entries else 0,
+            blocks_matter=blocks_matter(tier))
 
     def evaluate(self, pid: int, tier: CacheTier, book: HistoryBook, flags: Sequence[str],
                  limits: Mapping[int, models.PromoteLimits], sleep_interval: float,
@@ -715,6 +716,16 @@ def hold_reasons(tier: CacheTier, entries: Sequence[Any], flags: Sequence[str],
     if unclean:
         reasons.append(f'not all objects of base pool {tier.base_pool} are clean ({unclean})')
     return reasons
+
+
+def blocks_matter(tier: CacheTier) -> bool:
+    """Whether what the bounds forbid the law is worth a health warning
+    while the pool holds.  Not for a tier that takes no new client writes
+    (proxy or forward mode, no overlay) or whose agent never acts (no
+    target): the surge room the law wants comes from writes before, and
+    such a tier is most often being drained to be removed (seen on the
+    demo: `osd tier cache-mode proxy` raised TIERTUNE_BOUNDS_BLOCK)."""
+    return tier.cache_mode not in HOLD_CACHE_MODES and tier.overlay and tier.has_target
 
 
 def _unclean(c: PoolCounters) -> Optional[str]:

@@ -606,6 +606,18 @@ def test_a_hold_keeps_the_bounds_block():
     assert held.bounds_block == acting.bounds_block is not None
 
 
+def test_a_tier_that_takes_no_writes_holds_without_a_bounds_block():
+    """A tier in proxy mode (drained to be removed) holds; what the bounds
+    forbid the law there is not worth a warning."""
+    bounds = Bounds(dirty_high_ratio_min=0.45)
+    model = make_model(short=150e6, ttf=300.0)
+    held = decide(dataclasses.replace(
+        make_input(model, dirty=0.35, bounds=bounds, holds=('cache_mode proxy: ...',)),
+        blocks_matter=False))
+    assert held.action == 'hold' and held.bounds_block is None
+    assert held.recommended != held.current
+
+
 def test_bounds_block_on_full():
     # A 1 GB/s surge for 60 s needs 0.56 of 100 GiB free: full 0.44 < 0.6.
     dec = decide(make_input(make_model(short=1e9, slope=0.3), dirty=0.2))

@@ -860,6 +860,28 @@ def test_bounds_block_is_raised_until_the_bound_allows_the_change(burst, make_mo
     assert 'TIERTUNE_BOUNDS_BLOCK' not in m.health
 
 
+@pytest.mark.parametrize('change', [{'cache_mode': 'proxy'}, {'cache_mode': 'forward'},
+                                    {'target_max_bytes': 0}])
+def test_no_bounds_block_for_a_tier_being_drained(burst, make_module, change):
+    # Seen on the demo: a cache tier set to proxy mode to be drained and
+    # removed (the usual way out of cache tiering) raised a warning to
+    # widen its bounds for a write surge it can no longer take.
+    recs = idle_minute_then_the_burst(burst)
+    m, get = make_module(recs[0]['inputs'])
+    for rec in recs:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    assert 'TIERTUNE_BOUNDS_BLOCK' in m.health
+    get.inputs = copy.deepcopy(recs[-1]['inputs'])
+    (cache,) = [p for p in get.inputs['osd_map']['pools'] if p['cache_mode'] != 'none']
+    cache.update(change)
+    m.notify(NotifyType.osd_map, '')
+    m.tick(recs[-1]['mono'] + 1, recs[-1]['wall'] + 1)
+    assert 'TIERTUNE_BOUNDS_BLOCK' not in m.health
+    (pool,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert pool['decision']['action'] == 'hold'
+
+
 def test_history_of_a_pool_that_is_no_longer_a_tier(burst, make_module):
     # Removing a tier goes through cache mode none: its decisions stay
     # asked for by name (a base pool that never was a tier is EINVAL).
