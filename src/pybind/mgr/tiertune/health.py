@@ -7,7 +7,7 @@ from .law import TYPICAL_BURST_S
 from .models import FIT_MIN_SAMPLES, FIT_MIN_WINDOW_S
 from .predictions import Band
 from .report import fmt_bytes, fmt_wall
-from .state import Settings
+from .state import FOLLOW_DEFAULT, Settings
 from .topology import CacheTier
 from .tuner import RETRY_BACKOFF_MAX_S, ChangeRefusals, PoolFailure, PoolView
 
@@ -134,11 +134,15 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         refusal = (refusals or {}).get(pid)
         if (refusal is not None and refusal.count >= CHANGE_REFUSALS_WARN
                 and settings.effective_mode(pid) == 'on'):
+            # A pool that follows the default `on`: `mode <pool> on` would
+            # pin it, and a later `mode off` would no longer stop it.
+            own = settings.pools[pid].mode if pid in settings.pools else None
+            retry = 'on' if own else FOLLOW_DEFAULT
             refused.append(
                 f'pool {tier.pool}: the mon refused its last {refusal.count} changes, since '
                 f'{fmt_wall(refusal.since_wall)}: {refusal.error}; its ratios stay as they '
                 f'are, and tiertune tries again after a backoff of up to '
-                f'{RETRY_BACKOFF_MAX_S / 60:.0f} min (`ceph tiertune mode {tier.pool} on` '
+                f'{RETRY_BACKOFF_MAX_S / 60:.0f} min (`ceph tiertune mode {tier.pool} {retry}` '
                 f'tries at once)')
         if tier.agent_stopped:
             stopped.append(

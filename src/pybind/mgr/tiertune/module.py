@@ -180,10 +180,15 @@ class Module(Commands, MgrModule):
                                  f'mgr/tiertune/{UNREADABLE_SETTINGS_KEY}')
             for key, text in self.get_store_prefix(HISTORY_PREFIX).items():
                 try:
-                    self._tuner.histories[int(key[len(HISTORY_PREFIX):])] = \
-                        history_from_json(text)
+                    pid = int(key[len(HISTORY_PREFIX):])
+                    records, unreadable = history_from_json(text)
                 except UNREADABLE as e:
                     self.log.warning('stored %s not used: %s: %s', key, type(e).__name__, e)
+                    continue
+                self._tuner.histories[pid] = records
+                if unreadable:
+                    self.log.warning('stored %s: %d of its decisions could not be read, left '
+                                     'out', key, unreadable)
             self._restore_samples_locked(time.monotonic() if mono is None else mono,
                                          time.time() if wall is None else wall)
             self._splits, problems = split_watch_from_store(self.get_store(SPLITS_KEY))

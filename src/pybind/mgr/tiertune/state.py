@@ -96,7 +96,12 @@ class PlannedChange:
         wall = _opt_float(d['wall'])
         if wall is None:
             raise ValueError('planned change without a time')
-        return cls(tuple(ratios_from_dict(r) for r in d['path']), wall)
+        path = tuple(ratios_from_dict(r) for r in d['path'])
+        if len(path) < 2:
+            # Every tick would fail on it (the pool's TIERTUNE_POOL_FAILED
+            # until `mode on`): refused here, with the pool's other fields.
+            raise ValueError(f'planned change of {len(path)} state(s), not a path')
+        return cls(path, wall)
 
 
 def _set_by_operator(obj: Any) -> Dict[str, float]:
@@ -266,6 +271,19 @@ def history_to_store(records: Deque[DecisionRecord]) -> str:
     return '[' + ', '.join(items[first:]) + ']'
 
 
-def history_from_json(text: Optional[str]) -> Deque[DecisionRecord]:
-    items: List[Dict[str, Any]] = json.loads(text) if text else []
-    return deque((DecisionRecord.from_dict(d) for d in items), maxlen=HISTORY_KEEP)
+def history_from_json(text: Optional[str]) -> Tuple[Deque[DecisionRecord], int]:
+    """The records stored, and how many of them could not be read: each
+    is left out alone (one record without a field lost the whole history,
+    and the next save overwrote it: found by a review helper).  A text
+    that is not a JSON list raises."""
+    items = json.loads(text) if text else []
+    if not isinstance(items, list):
+        raise ValueError(f'not a list of decisions: {type(items).__name__}')
+    records: Deque[DecisionRecord] = deque(maxlen=HISTORY_KEEP)
+    unreadable = 0
+    for d in items:
+        try:
+            records.append(DecisionRecord.from_dict(d))
+        except UNREADABLE:
+            unreadable += 1
+    return records, unreadable

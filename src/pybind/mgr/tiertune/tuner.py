@@ -335,6 +335,7 @@ class Tuner:
             mode = self.settings.effective_mode(pid)
         if mode == 'on':
             self._adopt(pid, tier, eff, mono)
+        self._last_change_not_ahead(pid, eff, wall)
         # The newest entry's levels, as fit_pools computed them; the
         # model's promote gate pending: the law does not read it.
         inp = self._controller_input(pid, tier, model, self.series[pid].levels,
@@ -367,7 +368,8 @@ class Tuner:
             hit_set_period_s=tier.hit_set.period_s if tier.hit_set.active else 0,
             model=model, bounds=ps.bounds, knobs=ps.knobs,
             # A wall clock stepped back would put the change in the
-            # future; count it as now rather than hold until then.
+            # future; count it as now rather than hold until then (a
+            # tick moves it to now: _last_change_not_ahead).
             last_change_s=(mono - max(wall - ps.last_change_wall, 0.0)
                            if ps.last_change_wall is not None else None),
             hold_reasons=tuple(holds),
@@ -433,6 +435,17 @@ class Tuner:
             ps.last_applied = tier.ratios
             eff.save_settings()
 
+    def _last_change_not_ahead(self, pid: int, eff: Effects, wall: float) -> None:
+        """A last change recorded after now (the wall clock stepped back, or
+        the mgr that made it ran ahead of this one) is moved to now, once:
+        the rate limit then counts from here.  Counted as now on every tick
+        instead, it held the pool until the clocks met (an hour of skew, an
+        hour of holds: found by a review helper)."""
+        ps = self.settings.pools.get(pid)
+        if ps is not None and ps.last_change_wall is not None and ps.last_change_wall > wall:
+            ps.last_change_wall = wall
+            eff.save_settings()
+
     def _fit_job(self, pid: int, tier: CacheTier, book: HistoryBook,
                  limits: Mapping[int, models.PromoteLimits]) -> models.FitJob:
         hist = book.get(pid)
@@ -483,12 +496,22 @@ class Tuner:
         if reached is not None and not (ps.last_applied and same(ps.last_applied, reached)):
             ps.last_applied = tier.ratios
             ps.last_change_wall = planned.wall
+            whole = same(reached, planned.path[-1])
+            how = ('made, but not recorded before a mgr failover or restart' if whole else
+                   f'stopped at {fmt(tier.ratios)} (cut short by a mgr failover or restart, '
+                   f'or an error, during the change)')
             msg = (f'tiertune: pool {tier.pool}: {fmt(planned.path[0])} -> '
-                   f'{fmt(planned.path[-1])} stopped at {fmt(tier.ratios)} (cut short by a '
-                   f'mgr failover or restart, or an error, during the change): taken as '
-                   f'tiertune\'s own')
+                   f'{fmt(planned.path[-1])} {how}: taken as tiertune\'s own')
             eff.audit(msg)
             eff.log(msg)
+            # The mgr that made it could not record it: without this line
+            # `tiertune history` lacked a change the pool shows.
+            self.history(pid).append(DecisionRecord(
+                time=planned.wall, pool=tier.pool, mode='on', old=planned.path[0],
+                new=planned.path[-1], reason='(the reasons were lost with the mgr that made it)',
+                result='applied' if whole else f'incomplete: stopped at {fmt(reached)} by a '
+                                               f'mgr failover or restart'))
+            eff.save_history(pid)
         eff.save_settings()
 
     def _plan(self, pid: int, tier: CacheTier, decision: controller.Decision, eff: Effects,

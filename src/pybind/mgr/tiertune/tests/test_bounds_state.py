@@ -1,5 +1,7 @@
 import dataclasses
+import json
 import math
+from collections import deque
 
 import pytest
 from hypothesis import given
@@ -107,13 +109,27 @@ def test_empty_or_bad_settings_load_as_defaults():
 
 
 def test_history_round_trip_and_bound():
-    recs = history_from_json(None)
+    recs, unreadable = history_from_json(None)
+    assert unreadable == 0
     for i in range(150):
         recs.append(DecisionRecord(time=float(i), pool='cache', mode='on',
                                    old=Ratios(0.4, 0.6, 0.8), new=Ratios(0.3, 0.6, 0.8),
                                    reason='idle', result='applied'))
-    back = history_from_json(history_to_store(recs))
+    back, unreadable = history_from_json(history_to_store(recs))
     assert len(back) == 100 and list(back) == list(recs) and back[0].time == 50.0
+    assert unreadable == 0
+
+
+def test_an_unreadable_decision_leaves_the_others():
+    good = DecisionRecord(time=1.0, pool='cache', mode='on', old=Ratios(0.4, 0.6, 0.8),
+                          new=Ratios(0.3, 0.6, 0.8), reason='idle', result='applied')
+    text = history_to_store(deque([good, good]))
+    items = json.loads(text)
+    del items[1]['new']['full']
+    back, unreadable = history_from_json(json.dumps([*items, 'not a record']))
+    assert list(back) == [good] and unreadable == 2
+    with pytest.raises(ValueError):
+        history_from_json('{"time": 1}')
 
 
 def test_every_key_is_settable():

@@ -1067,7 +1067,9 @@ def test_one_unreadable_pool_entry_leaves_the_others(burst, make_module):
     m.set_store('state', json.dumps({'mode': 'on', 'pools': {
         str(pid): {'mode': 'off', 'bounds': {'dirty_ratio_min': 0.2}},
         '77': {'mode': 'on', 'last_change_wall': 'yesterday'},
-        '78': 'not a pool entry'}}))
+        '78': 'not a pool entry',
+        # A planned change with no path failed every tick (a review helper).
+        '79': {'mode': 'on', 'planned': {'path': [], 'wall': 1.0}}}}))
     m2 = restart(get)
     m2.tick(burst['samples'][2]['mono'], burst['samples'][2]['wall'])
     s = m2._tuner.settings
@@ -1075,6 +1077,7 @@ def test_one_unreadable_pool_entry_leaves_the_others(burst, make_module):
     assert s.pools[pid].bounds.dirty_ratio_min == 0.2
     # Unreadable entries: default bounds in warn, not the default mode (on).
     assert s.pools[77].mode == 'warn' and s.pools[78].mode == 'warn'
+    assert s.pools[79].mode == 'warn' and s.pools[79].planned is None
     assert s.pools[77].bounds == s.pools[pid].bounds.__class__()
     assert '"77"' in m2.get_store('state.unreadable')
 
@@ -1087,6 +1090,18 @@ def test_an_unreadable_stored_history_is_left_out(burst, make_module):
     m2 = restart(get)
     m2.tick(burst['samples'][2]['mono'], burst['samples'][2]['wall'])
     assert m2._tuner.views and not m2._tuner.history(pid)
+
+
+def test_one_unreadable_stored_decision_leaves_the_others(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    (pid,) = m._tiers
+    good = {'time': 1.0, 'pool': 'cache', 'mode': 'on', 'reason': 'idle',
+            'result': 'applied', 'old': {'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8},
+            'new': {'dirty': 0.3, 'dirty_high': 0.6, 'full': 0.8}}
+    m.set_store(f'history/{pid}', json.dumps([good] * 5 + [{**good, 'new': {'dirty': 0.3}}]))
+    m2 = restart(get)
+    m2.tick(burst['samples'][2]['mono'], burst['samples'][2]['wall'])
+    assert len(m2._tuner.history(pid)) == 5
 
 
 def test_a_deleted_pools_settings_and_history_are_dropped(burst, make_module):
@@ -1477,6 +1492,7 @@ def test_changes_the_mon_keeps_refusing_raise_a_check(burst, make_module, monkey
     assert detail.startswith(f'pool {pool}: the mon refused its last 3 changes, since ')
     assert 'Error EACCES: access denied' in detail
     assert 'up to 16 min' in detail
+    assert f'`ceph tiertune mode {pool} on` tries at once' in detail
     (pid,) = m._tiers
     # Only for a pool tiertune is to change: in warn it is not raised.
     assert m._cmd_mode(pool, 'warn').retval == 0
@@ -1500,3 +1516,47 @@ def test_changes_the_mon_keeps_refusing_raise_a_check(burst, make_module, monkey
     m.tick(last['mono'] + 5000, last['wall'] + 5000)
     assert 'TIERTUNE_CHANGE_REFUSED' not in m.health
     assert m._tuner.refusals == {}
+
+
+def test_a_last_change_recorded_in_the_future_counts_from_the_next_tick(burst, make_module):
+    # The mgr that made the change ran an hour ahead of the one that took
+    # over: the rate limit counts from the takeover, not until the clocks
+    # meet (an hour of holds before).
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:12])
+    (pid,) = m._tiers
+    assert m._cmd_mode('cache', 'on').retval == 0
+    rec = recs[12]
+    m._tuner.settings.pool(pid).last_change_wall = rec['wall'] + 3600
+    m._save_settings_locked()
+    m2 = restart(get)
+    get.inputs = rec['inputs']
+    m2.tick(rec['mono'], rec['wall'])
+    assert m2._tuner.settings.pool(pid).last_change_wall == rec['wall']
+    m3 = restart(get)      # and saved: a second failover keeps it
+    m3.tick(rec['mono'] + 700, rec['wall'] + 700)
+    numbers = m3._tuner.views[pid].decision.numbers
+    assert numbers['since_last_change_s'] == pytest.approx(700)
+    assert numbers['rate_limit_remaining_s'] == 0
+
+
+def test_the_refusal_check_advises_a_retry_that_keeps_the_pool_following_the_default(
+        burst, make_module, monkeypatch):
+    # `mode <pool> on` for a pool that follows the default `on` pins it:
+    # a later `mode off` would no longer stop it (found by a review helper).
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    assert m._cmd_mode('on').retval == 0
+    from tiertune.topology import Ratios
+    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
+    m._pool_set = lambda p, var, val: 'Error EACCES: access denied'
+    last = burst['samples'][-1]
+    for n in range(1, 4):
+        m.tick(last['mono'] + 1000 * n, last['wall'] + 1000 * n)
+    (detail,) = m.health['TIERTUNE_CHANGE_REFUSED']['detail']
+    assert f'`ceph tiertune mode {pool} default` tries at once' in detail
+    (pid,) = m._tiers
+    assert m._cmd_mode(pool, 'default').retval == 0
+    assert pid not in m._tuner.refusals and pid not in m._tuner.retry_after
+    assert m._cmd_mode('off').retval == 0
+    assert m._tuner.settings.effective_mode(pid) == 'off'

@@ -491,6 +491,24 @@ def test_a_change_cut_short_by_a_failover_is_tiertunes_own_not_a_hand_change(bur
     assert ps.last_applied == midway and ps.planned is None
     assert ps.last_change_wall == wall
     assert any('taken as tiertune' in a for a in mgr2.audits)
+    # In the history too (the mgr that made it could not record it).
+    (rec,) = t2.history(pid)
+    assert rec.old == old and rec.new == Ratios(0.2, 0.3, 0.9) and rec.time == wall
+    assert rec.result == 'incomplete: stopped at 0.40/0.60/0.90 by a mgr failover or restart'
+    assert mgr2.saved_history == [pid]
+
+
+def test_a_whole_change_a_failover_kept_from_being_recorded_is_in_the_history(
+        burst, monkeypatch):
+    from tiertune.state import settings_from_store
+    t, pid, old, wall, stored, _ = cut_short(burst, monkeypatch, RuntimeError('x'))
+    t2, mgr2 = Tuner(), FakeMgr()
+    t2.settings, _ = settings_from_store(stored[-1])
+    step_as(t2, burst, mgr2, ratios=Ratios(0.2, 0.3, 0.9), mono_offset=60)
+    (rec,) = t2.history(pid)
+    assert rec.result == 'applied' and rec.new == Ratios(0.2, 0.3, 0.9)
+    (audit,) = [a for a in mgr2.audits if 'taken as tiertune' in a]
+    assert 'not recorded before a mgr failover' in audit and 'stopped at' not in audit
 
 
 def test_a_change_an_unexpected_error_cut_short_is_tiertunes_own(burst, monkeypatch):
