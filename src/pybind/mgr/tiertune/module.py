@@ -19,7 +19,7 @@ from .agent_config import agents_ops, with_agent_ops
 from .commands import Commands
 from .health import TICK_FAILURES_WARN, FullRiskHold, health_checks, tick_failed_check
 from .options import OPTION_NAMES, OPTIONS, within_bounds
-from .progress import Call, DrainEvents
+from .progress import DRAIN_EVENT_MAX_S, Call, DrainEvents
 from .rates import HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
 from .splits import (
@@ -97,6 +97,8 @@ class Module(Commands, MgrModule):
         self._book = HistoryBook(self.history_size)
         self._tuner = Tuner()
         self._drains = DrainEvents()
+        # Pools whose dirty level this mgr has had (see _progress_calls).
+        self._drains_looked_at: Set[int] = set()
         self._loaded = False
         self._health: Dict[str, Any] = {}
         # The checks of the last tick that ran to the end, and the ticks
@@ -178,6 +180,10 @@ class Module(Commands, MgrModule):
                                  f'tiertune: stored settings partly unreadable '
                                  f'({"; ".join(problems)}); the original is kept in '
                                  f'mgr/tiertune/{UNREADABLE_SETTINGS_KEY}')
+                # What was read, stored: otherwise every later load (each
+                # failover) warned again, until something else saved them
+                # (found by a review helper).
+                self._save_settings_locked()
             for key, text in self.get_store_prefix(HISTORY_PREFIX).items():
                 try:
                     pid = int(key[len(HISTORY_PREFIX):])
@@ -413,24 +419,28 @@ class Module(Commands, MgrModule):
         # would hold up every module's commands (the mgr runs them all on
         # one thread).  Their plans are stored first (PlannedChange).
         try:
-            self._write_staged()
-            self._tuner.make_changes(changes, staged, self._lock)
-        finally:
+            try:
+                self._write_staged()
+                self._tuner.make_changes(changes, staged, self._lock)
+            finally:
+                with self._lock:
+                    self._changing = set()
+                self._write_staged()
+            clock.mark('changes')
             with self._lock:
-                self._changing = set()
-            self._write_staged()
-        clock.mark('changes')
-        with self._lock:
-            checks = health_checks(active, self._tuner.views, self._tuner.settings,
-                                   self._full_risk, mono, self._tuner.failures,
-                                   (int(self.history_size), float(self.sleep_interval)),
-                                   self._tuner.refusals)
-            calls = self._progress_calls(active, levels, before, mono)
-        self._tick_checks = checks
-        self._send_progress(calls)
-        clock.mark('health_progress')
-        for key, text in saves.items():
-            self.set_store(key, text)
+                checks = health_checks(active, self._tuner.views, self._tuner.settings,
+                                       self._full_risk, mono, self._tuner.failures,
+                                       (int(self.history_size), float(self.sleep_interval)),
+                                       self._tuner.refusals)
+                calls = self._progress_calls(active, levels, before, mono, wall)
+            self._tick_checks = checks
+            self._send_progress(calls)
+            clock.mark('health_progress')
+        finally:
+            # Also when a command raised: the samples were marked saved,
+            # and a deleted pool's keys forgotten (found by a review helper).
+            for key, text in saves.items():
+                self.set_store(key, text)
         clock.mark('store')
 
     def _watch_splits(self, tiers: Dict[int, CacheTier], map_read: bool, pg_ready: bool,
@@ -553,16 +563,26 @@ class Module(Commands, MgrModule):
 
     def _progress_calls(self, active: Dict[int, CacheTier], levels: Dict[int, AgentLevels],
                         before: Dict[int, Optional[DecisionRecord]],
-                        mono: float) -> List[Call]:
+                        mono: float, wall: float) -> List[Call]:
         dirty = {pid: levels[pid].dirty if pid in levels else None for pid in active}
         on = {pid: self._tuner.settings.effective_mode(pid) == 'on' for pid in active}
         calls = self._drains.tick(dirty, on, mono)
         for pid, tier in active.items():
             rec = _newest(self._tuner.history(pid))
-            if rec is not None and rec is not before.get(pid) and rec.mode == 'on' \
-                    and rec.result == 'applied':
+            first = pid not in self._drains_looked_at and dirty.get(pid) is not None
+            if first:
+                self._drains_looked_at.add(pid)
+            if rec is None or rec.mode != 'on' or rec.result != 'applied':
+                continue
+            if rec is not before.get(pid):
                 calls += self._drains.started(pid, tier.pool, dirty.get(pid), rec.old.dirty,
                                               rec.new.dirty, mono)
+            elif (first and on[pid] and rec.new.dirty < rec.old.dirty
+                  and 0 <= wall - rec.time < DRAIN_EVENT_MAX_S):
+                # This mgr's first level of the pool: a drain the last one
+                # started (its event went with it) is followed again.
+                calls += self._drains.resumed(pid, tier.pool, dirty.get(pid), rec.new.dirty,
+                                              mono - (wall - rec.time))
         return calls
 
     def _send_progress(self, calls: List[Call]) -> None:

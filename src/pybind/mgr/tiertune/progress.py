@@ -47,6 +47,17 @@ class DrainEvents:
         calls.append(self._update(ev, 0.0))
         return calls
 
+    def resumed(self, pool_id: int, pool: str, dirty_now: Optional[float],
+                new_ratio: float, started_mono: float) -> List[Call]:
+        """A drain an earlier mgr started (the progress module's events go
+        with the mgr that held them): followed again from the level now,
+        its DRAIN_EVENT_MAX_S counted from the change."""
+        if pool_id in self.events or dirty_now is None or dirty_now <= new_ratio:
+            return []
+        ev = DrainEvent(self.new_id(), pool, dirty_now, new_ratio, started_mono)
+        self.events[pool_id] = ev
+        return [self._update(ev, 0.0)]
+
     def tick(self, dirty: Dict[int, Optional[float]], on: Dict[int, bool],
              mono: float) -> List[Call]:
         calls: List[Call] = []

@@ -1059,6 +1059,13 @@ def test_unreadable_stored_settings_give_the_defaults_and_are_kept(burst, make_m
     assert m2.get_store('state.unreadable') == stored
     assert any('stored settings partly unreadable' in line
                for line in m2.cluster_log_lines)
+    # What was read is stored: the next mgr neither warns again nor
+    # overwrites the original kept (found by a review helper).
+    m2.cluster_log_lines.clear()
+    m3 = restart(get)
+    m3.tick(burst['samples'][3]['mono'], burst['samples'][3]['wall'])
+    assert not any('unreadable' in line for line in m3.cluster_log_lines)
+    assert m3.get_store('state.unreadable') == stored
 
 
 def test_one_unreadable_pool_entry_leaves_the_others(burst, make_module):
@@ -1560,3 +1567,31 @@ def test_the_refusal_check_advises_a_retry_that_keeps_the_pool_following_the_def
     assert pid not in m._tuner.refusals and pid not in m._tuner.retry_after
     assert m._cmd_mode('off').retval == 0
     assert m._tuner.settings.effective_mode(pid) == 'off'
+
+
+def test_a_tick_a_command_fails_still_writes_the_samples_it_marked_saved(
+        burst, make_module, monkeypatch):
+    # An `osd pool set` that raised (not refused: an error the tick does not
+    # expect) lost the tick's store writes, its samples marked saved all
+    # the same: a failover then lost them (found by a review helper).
+    from tiertune.module import SAMPLES_PREFIX
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:-1])
+    (pid,) = m._tiers
+    assert m._cmd_mode('cache', 'on').retval == 0
+    m.samples_save_interval = 0
+    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
+
+    def lost_mon(pool, var, val):
+        raise RuntimeError('mon connection lost')
+    m._pool_set = lost_mon
+    get.inputs = recs[-1]['inputs']
+    with pytest.raises(RuntimeError):
+        m.tick(recs[-1]['mono'], recs[-1]['wall'])
+    newest = m._book.get(pid).entries[-1].sample.wall
+    stored = restart(get)
+    stored._load(recs[-1]['mono'] + 30, recs[-1]['wall'] + 30)
+    assert len(stored._book.get(pid)) == len(m._book.get(pid))
+    assert stored._book.get(pid).entries[-1].sample.wall == pytest.approx(newest, abs=0.01)
+    assert m.get_store(f'{SAMPLES_PREFIX}{pid}') is not None

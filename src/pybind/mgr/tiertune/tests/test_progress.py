@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 
 from tiertune.progress import DRAIN_EVENT_MAX_S, DrainEvents
@@ -110,3 +112,52 @@ def test_a_failed_drain_is_not_sent_to_a_progress_module_that_is_off(make_module
     m._send_progress([('update', 'ev', {'ev_msg': 'x', 'ev_progress': 0.5}),
                       ('fail', 'ev', {'message': 'stuck'})])
     assert [c[1] for c in m.remote_calls] == (['update', 'fail'] if sent else ['update'])
+
+
+@pytest.mark.parametrize('after_s, resumed', [(60, True), (DRAIN_EVENT_MAX_S + 60, False)])
+def test_a_drain_is_followed_again_after_a_failover(burst, make_module, monkeypatch,
+                                                    after_s, resumed):
+    """The progress module's events go with the mgr that held them: the
+    new one posts the drain again, from the level it finds, until the
+    event's 30 minutes from the change are up (a review helper found
+    the drain's event gone after a failover)."""
+    import dataclasses
+
+    from conftest import restart
+    from tiertune import controller
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    m, get = make_module(recs[0]['inputs'])
+    for rec in recs[:6]:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    (pid,) = m._tiers
+    m._tuner.settings.mode = 'on'
+    monkeypatch.setattr(m, '_pool_set', lambda *args: None)
+    real = controller.decide
+    with monkeypatch.context() as mp:
+        mp.setattr(controller, 'decide', lambda inp: dataclasses.replace(
+            real(inp), action='change', next=Ratios(0.01, 0.6, 0.8),
+            recommended=Ratios(0.01, 0.6, 0.8), reasons=('test: forced',)))
+        get.inputs = recs[6]['inputs']
+        m.tick(recs[6]['mono'], recs[6]['wall'])
+    assert m._drains.events
+    after = copy.deepcopy(recs[7:9])           # the maps show the change
+    for rec in after:
+        for p in rec['inputs']['osd_map']['pools']:
+            if p['pool_name'] == 'cache':
+                p['cache_target_dirty_ratio_micro'] = 10000
+    m2 = restart(get)
+    m2.remote_calls.clear()
+    get.inputs = after[0]['inputs']
+    m2.tick(recs[7]['mono'], recs[6]['wall'] + after_s)
+    updates = [c for c in m2.remote_calls if c[0] == 'progress' and c[1] == 'update']
+    assert bool(updates) == resumed
+    if resumed:
+        assert 'draining dirty data of cache pool cache' in updates[0][3]['ev_msg']
+        assert updates[0][3]['ev_msg'].endswith('-> 1% of target)')
+        # Once: the next tick follows it, it does not post it again.
+        m2.remote_calls.clear()
+        get.inputs = after[1]['inputs']
+        m2.tick(recs[8]['mono'], recs[6]['wall'] + after_s + 30)
+        assert {c[2] for c in m2.remote_calls if c[1] == 'update'} == {updates[0][2]}
