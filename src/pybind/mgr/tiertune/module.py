@@ -283,12 +283,14 @@ class Module(Commands, MgrModule):
                        save_history=self._save_history, audit=self._audit,
                        log=self.log.info, log_error=self.log.exception)
 
-    def _staging_effects(self) -> Effects:
+    def _staging_effects(self, real_clock: bool) -> Effects:
         """The tick's: what it would write is staged under the lock and
-        written after it (_write_staged)."""
+        written after it (_write_staged).  real_clock: the tick runs on
+        time.monotonic (not at a time a test gives)."""
         return Effects(pool_set=self._pool_set, save_settings=self._stage_settings,
                        save_history=self._stage_history, audit=self._audit,
-                       log=self.log.info, log_error=self.log.exception)
+                       log=self.log.info, log_error=self.log.exception,
+                       clock=time.monotonic if real_clock else None)
 
     # ----- the loop --------------------------------------------------------------
     def notify(self, notify_type: NotifyType, notify_id: str) -> None:
@@ -358,6 +360,7 @@ class Module(Commands, MgrModule):
     def _tick(self, mono: Optional[float], wall: Optional[float],
               parts: Dict[str, float], woken: bool = False) -> None:
         """tick()'s work; parts gets the CPU seconds of its costly steps."""
+        real_clock = mono is None
         mono = time.monotonic() if mono is None else mono
         wall = time.time() if wall is None else wall
         self._load(mono, wall)
@@ -409,7 +412,7 @@ class Module(Commands, MgrModule):
             # growing once full).
             before = {pid: _newest(self._tuner.history(pid)) for pid in active}
             clock.mark('history')
-            staged = self._staging_effects()
+            staged = self._staging_effects(real_clock)
             changes = self._tuner.decide(active, self._book, sorted(self._flags), self._limits,
                                          float(self.sleep_interval), staged, mono, wall)
             self._changing = {c.pid for c in changes}

@@ -72,6 +72,10 @@ class Effects:
     # A pool that could not be fitted or decided, called in the except
     # block (the module's logs the traceback; the simulator's raises).
     log_error: Callable[[str], None] = print
+    # Now, on the tick's monotonic clock, after a change's commands: when
+    # it was made (OwnChange).  None where commands take no time (the
+    # simulator, ticks replayed at recorded times): the tick's own time.
+    clock: Optional[Callable[[], float]] = None
 
 
 @dataclass(frozen=True)
@@ -554,7 +558,11 @@ class Tuner:
             ps.last_applied = reached
             ps.last_change_wall = wall
             ps.manual_change = None
-            self.own_changes[pid] = OwnChange(result.path, mono)
+            # Stamped when the last command returned: a mon that took over
+            # MAP_CATCH_UP_S to answer (an election) left the change read
+            # as a hand change once the map caught up.
+            self.own_changes[pid] = OwnChange(
+                result.path, max(mono, eff.clock()) if eff.clock is not None else mono)
             eff.audit(f'tiertune: pool {tier.pool}: {fmt(tier.ratios)} -> {fmt(reached)}: '
                       f'{reason}' + ('' if err is None else f' (incomplete: {err})'))
         retry = self.retry_after.get(pid)

@@ -356,6 +356,35 @@ def test_a_map_from_before_tiertunes_own_change_is_no_hand_change(burst, monkeyp
     assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
 
 
+def test_a_change_whose_commands_took_long_is_timed_from_its_last(burst, monkeypatch):
+    """Three `osd pool set`s that took 15 s each (a mon election): the map
+    still showing the first of them 10 s after the last returned has
+    lagged, not been set back (the change was stamped at its decision,
+    45 s before, and read as a hand change)."""
+    from tiertune.tuner import MAP_CATCH_UP_S
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    t, mgr = Tuner(), FakeMgr()
+    t.settings.mode = 'on'
+    now = [mono]
+
+    def slow_set(pool: str, var: str, val: str) -> Optional[str]:
+        now[0] += 15.0
+        return mgr.pool_set(pool, var, val)
+    eff = dataclasses.replace(mgr.effects(), pool_set=slow_set, clock=lambda: now[0])
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    t.step(tiers, book, [], {}, 3.0, eff, mono, wall)
+    assert len(mgr.sets) == 3 and now[0] - mono == 45 > MAP_CATCH_UP_S
+    old = tiers[pid].ratios
+    monkeypatch.undo()                            # the law as it is: no forced change
+    step_as(t, burst, mgr, ratios=old, mono_offset=55)
+    ps = t.settings.pool(pid)
+    assert t.settings.effective_mode(pid) == 'on' and ps.manual_change is None
+    # Still a hand change once the map has had its time after the last.
+    step_as(t, burst, mgr, ratios=old, mono_offset=45 + MAP_CATCH_UP_S + 1)
+    assert ps.mode == 'warn' and 'changed outside tiertune' in ps.manual_change
+
+
 def test_the_old_ratios_back_long_after_tiertunes_change_are_a_hand_change(burst, monkeypatch):
     """A map that still shows the ratios from before tiertune's change
     MAP_CATCH_UP_S after it has not lagged: someone set them back."""
