@@ -577,7 +577,11 @@ class Tuner:
                 was = self.refusals.get(pid)
                 self.refusals[pid] = ChangeRefusals(was.count + 1 if was else 1, err,
                                                     was.since_wall if was else wall)
-            outcome = f'failed: {err} (retry in {backoff:.0f}s)'
+            # Part of it made counts as a change: the rate limit holds the
+            # rest too (the line said 30 s, and the retry came 600 s on).
+            partly = '' if same(reached, tier.ratios) else (
+                ', or once the rate limit allows: part of it was made')
+            outcome = f'failed: {err} (retry in {backoff:.0f}s{partly})'
             eff.log(f'{tier.pool}: change failed: {err}')
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='on',
                                                 old=tier.ratios, new=decision.next,

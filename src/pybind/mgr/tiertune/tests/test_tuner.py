@@ -141,6 +141,22 @@ def test_a_failed_set_is_recorded_and_backs_off(burst, monkeypatch):
     assert len(t.history(pid)) == 2 and 'retry in 60s' in t.history(pid)[-1].result
 
 
+def test_a_change_refused_part_way_says_the_rest_waits_for_the_rate_limit(burst, monkeypatch):
+    # full went through, then dirty was refused: a change all the same (the
+    # rate limit holds the rest), which the line said was a 30 s retry
+    # (found by a review helper: the retry came 600 s on).
+    t, mgr = Tuner(), FakeMgr(fail_on='cache_target_dirty_ratio')
+    t.settings.mode = 'on'
+    force_change(monkeypatch, Ratios(0.2, 0.6, 0.9))
+    tiers = step(t, burst, mgr)
+    (pid,) = tiers
+    (rec,) = t.history(pid)
+    assert [v for _, v, _ in mgr.sets] == ['cache_target_full_ratio']
+    assert rec.result.endswith('(retry in 30s, or once the rate limit allows: part of it '
+                               'was made)')
+    assert t.settings.pool(pid).last_change_wall is not None
+
+
 def test_reset_restores_baseline_and_goes_to_warn(burst, monkeypatch):
     t, mgr, tiers, pid = on_after_a_tick(burst)
     tier = tiers[pid]
