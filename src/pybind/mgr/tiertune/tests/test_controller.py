@@ -285,7 +285,10 @@ def test_deterministic(inp):
     a, b = decide(inp), decide(inp)
     assert a == b
     assert a.as_dict() == b.as_dict()
-    same_input = dataclasses.replace(inp, hold_reasons=tuple(inp.hold_reasons))
+    # The same input built again (its reasons a list, as the tuner's), not
+    # the same object: nothing the decision depends on is kept between calls.
+    same_input = dataclasses.replace(inp, hold_reasons=list(inp.hold_reasons))
+    assert same_input is not inp
     assert decide(same_input).as_dict() == a.as_dict()
     assert json.dumps(a.as_dict(), sort_keys=True) == json.dumps(b.as_dict(), sort_keys=True)
 

@@ -56,13 +56,19 @@ def step(tuner, burst, mgr, mono_offset=0.0):
     return tiers
 
 
-def test_warn_decides_but_never_sets(burst):
+def test_warn_decides_but_never_sets(burst, monkeypatch):
+    # A decision to change (forced: the recording is too short for the law
+    # to want one), which warn only recommends.
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
     t, mgr = Tuner(), FakeMgr()
     tiers = step(t, burst, mgr)
     (pid,) = tiers
     assert pid in t.views and isinstance(t.views[pid].decision, Decision)
     assert t.views[pid].mode == 'warn'
+    assert t.views[pid].decision.action == 'change'
+    assert t.views[pid].decision.next == Ratios(0.2, 0.3, 0.9)
     assert mgr.sets == [] and mgr.audits == [] and not t.history(pid)
+    assert t.settings.pool(pid).planned is None and t.settings.pool(pid).baseline is None
 
 
 def test_on_applies_in_order_records_and_audits(burst, monkeypatch):
