@@ -19,7 +19,14 @@ from .report import format_history, format_table, note_lines, status_row
 from .splits import SPLIT_FIELDS, SPLIT_SOURCE, pg_pool_id, with_invalid_stats
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
-from .topology import CacheTier, cache_tiers, cluster_flags, is_cache_pool, pool_ids_by_name
+from .topology import (
+    CacheTier,
+    cache_tiers,
+    cluster_flags,
+    is_cache_pool,
+    pool_ids_by_name,
+    with_fields,
+)
 
 if TYPE_CHECKING:
     import threading
@@ -97,13 +104,16 @@ class Commands:
         return tier, osd_map
 
     def _cache_tiers(self, osd_map: Dict[str, Any]) -> Dict[int, CacheTier]:
-        """The OSD map's cache tiers, with their PGs' invalid stats as the
-        last tick had them (splits): status shows the count its decision
-        was made on."""
+        """The OSD map's cache tiers, with their PGs' invalid stats, agent
+        op limits and filling OSDs as the last tick had them: status shows
+        what its decision was made on."""
         with self._lock:
             invalid = {pid: t.invalid_stats_pgs for pid, t in self._tiers.items()}
             ops = {pid: (t.agent_stopped, t.agent_limited) for pid, t in self._tiers.items()}
-        return with_agent_ops(with_invalid_stats(cache_tiers(osd_map), invalid), ops)
+            filling = {pid: t.osds_filling for pid, t in self._tiers.items()}
+        tiers = with_agent_ops(with_invalid_stats(cache_tiers(osd_map), invalid), ops)
+        return {pid: with_fields(t, osds_filling=filling.get(pid, ''))
+                for pid, t in tiers.items()}
 
     def _reply(self, obj: Any, fmt: str, plain: str) -> HandleCommandResult:
         if fmt == 'plain':

@@ -41,7 +41,8 @@ the OSD agent computes them; T = the target in bytes):
               once writes are idle).
 
   Then: clamp into the bounds, round to hundredths, order (dirty <=
-  dirty_high <= full, dirty's value first); step from current toward that
+  dirty_high <= full, dirty's value first); while OSDs of the pool's rule
+  are nearfull or worse, no ratio above where it is (no_raise); step from current toward that
   by at most max_step per ratio, skipping moves under the deadband; at most
   one change per max(min_interval_s, hit_set_period), because every
   `osd pool set` resets the PGs' in-memory hit sets (the tuner passes 0 for
@@ -67,7 +68,7 @@ commands and the tests import from here.
 import math
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .law import BURST_FIT_MARGIN as BURST_FIT_MARGIN
 from .law import FULL_NO_PAYOFF_POSITION as FULL_NO_PAYOFF_POSITION
@@ -144,6 +145,22 @@ def _rate_limit(inp: ControllerInput) -> Tuple[float, Optional[float], Optional[
     return interval, since, max(interval - since, 0.0)
 
 
+def _not_raised(current: Ratios, recommended: Ratios, why: Optional[str]
+                ) -> Optional[Tuple[Ratios, List[str]]]:
+    """With why (a reason no ratio may go up): recommended with no ratio
+    above current (still ordered: the smaller of two ordered triples is),
+    and a sentence naming those held down; None when nothing is."""
+    if why is None:
+        return None
+    held = [n for n in NAMES if getattr(recommended, n) > getattr(current, n) + RATIO_EPS]
+    if not held:
+        return None
+    capped = Ratios(*(min(getattr(recommended, n), getattr(current, n)) for n in NAMES))
+    moves = ', '.join(f'{LABELS[n]} {_f(getattr(current, n))} -> '
+                      f'{_f(getattr(recommended, n))}' for n in held)
+    return capped, [f'{why}: no ratio is raised (the law would raise {moves})']
+
+
 def decide(inp: ControllerInput) -> Decision:
     current = inp.ratios
     knob_problem = inp.knobs.problem()
@@ -170,12 +187,15 @@ def decide(inp: ControllerInput) -> Decision:
         recommended = law.recommended
     else:
         recommended = nearest_valid(current, inp.bounds)
+    capped = _not_raised(current, recommended, inp.no_raise)
 
     holds = [str(r) for r in inp.hold_reasons]
     if not fitted:
         holds.append(f'model not fitted: {inp.model.why_not or "no reason given"}')
     if holds:
         # Say where it would go, do not move.
+        if capped is not None:
+            recommended, holds = capped[0], holds + capped[1]
         reasons = _Reasons(partial(_reasons, holds + _invalid_note(invalid, current, recommended,
                                                                    'would move'),
                                    current, recommended, current, law, 'holding', inp))
@@ -188,9 +208,12 @@ def decide(inp: ControllerInput) -> Decision:
                                       if law and law.blocks and inp.blocks_matter else None))
 
     assert law is not None
+    lead: List[str] = []
+    if capped is not None:
+        recommended, lead = capped
     nxt = step(current, recommended, inp.knobs, _exempt(current, inp.bounds))
     bounds_block = '; '.join(law.blocks) if law.blocks else None
-    lead = _invalid_note(invalid, current, recommended, 'moving')
+    lead += _invalid_note(invalid, current, recommended, 'moving')
     if same(nxt, current):
         reasons = _Reasons(partial(_reasons, lead, current, recommended, current, law, None, inp,
                                    where_if_nothing=True))

@@ -113,6 +113,9 @@ class ControllerInput:
     # acts (see tuner.blocks_matter): what the law wants is then moot, and
     # a hold says nothing of the bounds.
     blocks_matter: bool = True
+    # Why no ratio may go up (the OSDs of the pool's rule filling: see
+    # tuner._controller_input); None when they may.  Lowering still goes on.
+    no_raise: Optional[str] = None
 
 
 def _finite(x: Optional[float]) -> Optional[float]:

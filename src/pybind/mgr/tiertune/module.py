@@ -38,7 +38,16 @@ from .state import (
     settings_to_store,
 )
 from .tick_cost import StepClock, TickCosts
-from .topology import CacheTier, cache_tiers, cluster_flags, rule_osd_ids, up_in_osd_ids
+from .topology import (
+    CacheTier,
+    cache_tiers,
+    cluster_flags,
+    filling_osds,
+    osds_filling_text,
+    rule_osd_ids,
+    up_in_osd_ids,
+    with_fields,
+)
 from .tuner import Effects, Tuner
 
 SETTINGS_KEY = 'state'
@@ -89,6 +98,9 @@ class Module(Commands, MgrModule):
         # Per cache pool, the OSD whose settings stand for its OSDs' (the
         # first of its CRUSH rule; read with the promote limits).
         self._agent_entities: Dict[int, str] = {}
+        # Per cache pool, the OSDs its CRUSH rule can place data on (None
+        # when the rule could not be read), as of the last OSD map.
+        self._rule_osds: Dict[int, Optional[List[int]]] = {}
         # Set when an osd_map notification arrives: the topology is re-read
         # on the next tick only then, since get('osd_map') is the costliest
         # call the tick makes.
@@ -376,6 +388,9 @@ class Module(Commands, MgrModule):
             pool_max = int(osd_map.get('pool_max', max(pools, default=-1)))
             self._flags = cluster_flags(osd_map)
             self._limits = self._promote_limits(tiers, up_in_osd_ids(osd_map))
+            filling = filling_osds(osd_map)
+            tiers = {pid: with_fields(t, osds_filling=osds_filling_text(
+                filling, self._rule_osds.get(pid))) for pid, t in tiers.items()}
         else:
             tiers = self._tiers
         clock = StepClock(parts)
@@ -647,8 +662,9 @@ class Module(Commands, MgrModule):
             crush = {}
         out = {}
         self._agent_entities = {}
+        self._rule_osds = {}
         for pid, t in tiers.items():
-            ids = rule_osd_ids(crush, t.crush_rule)
+            ids = self._rule_osds[pid] = rule_osd_ids(crush, t.crush_rule)
             entity = self._agent_entities[pid] = f'osd.{ids[0]}' if ids else 'osd'
             objects, nbytes = throttle(entity)
             osds = len(up_in.intersection(ids)) if ids else len(up_in)

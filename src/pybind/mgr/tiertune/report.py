@@ -57,6 +57,7 @@ def _levels_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float) -
         'invalid_stats_pgs': tier.invalid_stats_pgs,
         'agent_stopped': tier.agent_stopped or None,
         'agent_limited': tier.agent_limited or None,
+        'osds_filling': tier.osds_filling or None,
         'target_max_bytes': tier.target_max_bytes,
         'target_max_objects': tier.target_max_objects,
         'ratios': tier.ratios.as_dict(),

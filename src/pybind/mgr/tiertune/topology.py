@@ -2,7 +2,7 @@
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 MICRO = 1_000_000
 POOL_TYPE_ERASURE = 3  # pg_pool_t::TYPE_ERASURE
@@ -91,6 +91,10 @@ class CacheTier:
     # only on one side of dirty_high (one of them at 0).  See agent_config.
     agent_stopped: str = ''
     agent_limited: str = ''
+    # The OSDs of the pool's CRUSH rule the mon marks nearfull, backfillfull
+    # or full, in words ('' for none): a higher full ratio (or dirty ratio,
+    # which keeps data from being evicted) would fill them further.
+    osds_filling: str = ''
 
     @property
     def pg_change(self) -> Optional[str]:
@@ -234,6 +238,29 @@ def rule_osd_ids(crush: Mapping[str, Any], rule_id: int) -> Optional[List[int]]:
             else:
                 todo.append(item['id'])
     return sorted(seen) if seen or take['item'] in buckets else None
+
+
+# An OSD's fullness states in the OSD map (ceph_osd_state_name), worst first.
+OSD_FULLNESS = ('full', 'backfillfull', 'nearfull')
+
+
+def filling_osds(osd_map: Mapping[str, Any]) -> Dict[int, str]:
+    """The OSDs the mon marks nearfull, backfillfull or full, each with its
+    worst such state."""
+    out: Dict[int, str] = {}
+    for o in osd_map.get('osds', []):
+        states = o.get('state') or ()
+        worst = next((f for f in OSD_FULLNESS if f in states), None)
+        if worst is not None:
+            out[int(o['osd'])] = worst
+    return out
+
+
+def osds_filling_text(filling: Mapping[int, str], rule_ids: Optional[Sequence[int]]) -> str:
+    """In words, those of filling on the rule's OSDs (rule_ids; None when
+    the rule could not be read: all of them count)."""
+    ids = sorted(filling if rule_ids is None else set(filling).intersection(rule_ids))
+    return ', '.join(f'osd.{i} {filling[i]}' for i in ids)
 
 
 def up_in_osd_ids(osd_map: Mapping[str, Any]) -> Set[int]:

@@ -379,7 +379,11 @@ class Tuner:
             hold_reasons=tuple(holds),
             target_max_bytes=tier.target_max_bytes,
             full_pgs=entries[-1].sample.counters.num_evict_mode_full if entries else 0,
-            blocks_matter=blocks_matter(tier))
+            blocks_matter=blocks_matter(tier),
+            # Raised, full (or dirty, kept from eviction) puts more data on
+            # OSDs the mon already warns of; lowered, the agent evicts more.
+            no_raise=(f'OSDs of its CRUSH rule are filling ({tier.osds_filling})'
+                      if tier.osds_filling else None))
 
     def evaluate(self, pid: int, tier: CacheTier, book: HistoryBook, flags: Sequence[str],
                  limits: Mapping[int, models.PromoteLimits], sleep_interval: float,

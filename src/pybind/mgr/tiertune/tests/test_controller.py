@@ -426,6 +426,33 @@ def test_idle_at_min_is_none():
     assert 'dirty ratio stays at 0.10' in dec.reasons[0]
 
 
+def test_no_ratio_goes_up_while_the_rules_osds_fill():
+    # The same burst that fits, with the cache's OSDs nearfull: dirty
+    # would go up (kept from eviction), so it stays, and the reason says so.
+    filling = 'OSDs of its CRUSH rule are filling (osd.3 nearfull)'
+    inp = make_input(make_model(state='burst', short=50e6, burst_bytes=5 * GiB))
+    dec = decide(dataclasses.replace(inp, no_raise=filling))
+    assert decide(inp).next.dirty == pytest.approx(0.5)
+    assert dec.action == 'none' and dec.next == dec.current == DEFAULT_RATIOS
+    assert dec.recommended == DEFAULT_RATIOS
+    assert dec.reasons[0] == (f'{filling}: no ratio is raised (the law would raise dirty '
+                              f'ratio 0.40 -> 0.60)')
+    # Held for another reason too: still says so.
+    held = decide(dataclasses.replace(inp, no_raise=filling, hold_reasons=('stale',)))
+    assert held.action == 'hold' and held.recommended == DEFAULT_RATIOS
+    assert any(r.startswith(filling) for r in held.reasons)
+
+
+@given(input_st())
+@settings(max_examples=150, deadline=None, database=None)
+def test_while_the_osds_fill_ratios_only_go_down(inp):
+    dec = decide(dataclasses.replace(inp, no_raise='OSDs filling'))
+    for n in NAMES:
+        assert getattr(dec.next, n) <= getattr(inp.ratios, n) + TOL, n
+        assert getattr(dec.recommended, n) <= getattr(inp.ratios, n) + TOL, n
+    assert is_ordered(dec.next) or not is_ordered(inp.ratios)
+
+
 def test_burst_that_fits_raises_dirty_toward_max():
     # 5 GiB burst on a 100 GiB target: 0.30 dirty + 0.05 <= 0.60 - 0.05.
     dec = decide(make_input(make_model(state='burst', short=50e6, burst_bytes=5 * GiB)))

@@ -1628,3 +1628,40 @@ def test_a_tick_a_command_fails_still_writes_the_samples_it_marked_saved(
     assert len(stored._book.get(pid)) == len(m._book.get(pid))
     assert stored._book.get(pid).entries[-1].sample.wall == pytest.approx(newest, abs=0.01)
     assert m.get_store(f'{SAMPLES_PREFIX}{pid}') is not None
+
+
+def test_the_osds_filling_under_a_tier_keep_its_ratios_from_going_up(burst, make_module,
+                                                                      monkeypatch):
+    # The mon marks an OSD nearfull in the OSD map: every decision of the
+    # pool is then made with no ratio to raise, and status says which OSDs
+    # (the rule not readable here: any filling OSD counts).
+    from tiertune import controller
+    seen = []
+    real = controller.decide
+    monkeypatch.setattr(controller, 'decide', lambda inp: (seen.append(inp.no_raise),
+                                                           real(inp))[1])
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:3])
+    assert seen and set(seen) == {None}
+    inputs = copy.deepcopy(recs[3]['inputs'])
+    inputs['osd_map']['osds'] = [{'osd': 0, 'up': 1, 'in': 1, 'state': ['exists', 'up']},
+                                 {'osd': 1, 'up': 1, 'in': 1,
+                                  'state': ['exists', 'up', 'nearfull']}]
+    get.inputs = inputs
+    m.notify(NotifyType.osd_map, '')
+    m.tick(recs[3]['mono'], recs[3]['wall'])
+    assert seen[-1] == 'OSDs of its CRUSH rule are filling (osd.1 nearfull)'
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['osds_filling'] == 'osd.1 nearfull'
+    seen.clear()
+    m._cmd_eval('cache')
+    assert seen == ['OSDs of its CRUSH rule are filling (osd.1 nearfull)']
+    # Unmarked in the next map: raises allowed again.
+    inputs = copy.deepcopy(recs[4]['inputs'])
+    inputs['osd_map']['osds'] = [{'osd': 1, 'up': 1, 'in': 1, 'state': ['exists', 'up']}]
+    get.inputs = inputs
+    m.notify(NotifyType.osd_map, '')
+    m.tick(recs[4]['mono'], recs[4]['wall'])
+    assert seen[-1] is None
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['osds_filling'] is None

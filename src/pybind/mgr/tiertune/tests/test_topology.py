@@ -165,3 +165,19 @@ def test_a_full_base_is_read_from_its_flags(burst):
     _cache_entry(osd_map, False)['flags_names'] = 'hashpspool,nearfull'
     _cache_entry(osd_map, True)['flags_names'] = 'hashpspool,incomplete_clones,full'
     assert not next(iter(cache_tiers(osd_map).values())).base_full
+
+
+def test_filling_osds_and_those_of_a_rule():
+    from tiertune.topology import filling_osds, osds_filling_text
+    osd_map = {'osds': [
+        {'osd': 0, 'state': ['exists', 'up']},
+        {'osd': 1, 'state': ['exists', 'up', 'nearfull']},
+        {'osd': 2, 'state': ['exists', 'up', 'backfillfull', 'nearfull']},
+        {'osd': 3, 'state': ['exists', 'full']},
+        {'osd': 4}]}
+    filling = filling_osds(osd_map)
+    assert filling == {1: 'nearfull', 2: 'backfillfull', 3: 'full'}
+    assert osds_filling_text(filling, [0, 2, 3]) == 'osd.2 backfillfull, osd.3 full'
+    assert osds_filling_text(filling, [0, 4]) == ''
+    # The rule not read: every filling OSD counts (the safe side).
+    assert osds_filling_text(filling, None) == 'osd.1 nearfull, osd.2 backfillfull, osd.3 full'
