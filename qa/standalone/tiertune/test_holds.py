@@ -147,3 +147,46 @@ def wait_for(what, pred, timeout=60.0):
             return got
         assert time.monotonic() < deadline, f'timed out after {timeout}s waiting for {what}'
         time.sleep(2)
+
+
+def test_osds_filling_under_the_cache_are_named_and_no_ratio_is_raised(cluster, tmp_path):
+    """The mon marks OSDs nearfull by their use against the nearfull ratio
+    (set here far below what any OSD holds): tiertune names those of the
+    cache pool's CRUSH rule, not the base's, and raises no ratio while
+    they fill; the mark and the name go together."""
+    def classes(cls):
+        return {int(i) for i in cluster.ceph_json('osd', 'crush', 'class', 'ls-osd', cls)}
+
+    def marked():
+        return {o['osd']: o['state'] for o in cluster.ceph_json('osd', 'dump')['osds']}
+
+    def named(row):
+        return {int(part.split()[0][len('osd.'):]) for part in row['osds_filling'].split(', ')}
+
+    fast = classes('ssd') if cluster.spec.fast_osds else classes('hdd')
+    # Data on every cache OSD: writes through the overlay land in the cache.
+    blob = tmp_path / 'blob'
+    blob.write_bytes(b'y' * (1 << 20))
+    names = [f'nearfull-{i}' for i in range(16)]
+    for name in names:
+        cluster.run(['rados', '-p', cluster.spec.base_pool, 'put', name, str(blob)])
+    was = cluster.ceph_json('osd', 'dump')['nearfull_ratio']
+    cluster.ceph('osd', 'set-nearfull-ratio', '0.0001')
+    try:
+        # The OSDs that hold anything are marked, the base's among them.
+        wait_for('a cache OSD and a base OSD marked nearfull', lambda: (
+            {i for i, s in marked().items() if 'nearfull' in s} - fast
+            and {i for i, s in marked().items() if 'nearfull' in s} & fast))
+        # The marks come an OSD at a time: the name follows each map.
+        row = wait_row(cluster, 'the tick to name the marked cache OSDs, only those',
+                       lambda r: r['osds_filling'] is not None and named(r) == (
+                           {i for i, s in marked().items() if 'nearfull' in s} & fast))
+        assert named(row) <= fast
+        assert all(part.endswith(' nearfull') for part in row['osds_filling'].split(', '))
+        nxt, now = row['decision']['next'], row['ratios']
+        assert all(nxt[k] <= now[k] + 1e-9 for k in ('dirty', 'dirty_high', 'full')), row
+    finally:
+        cluster.ceph('osd', 'set-nearfull-ratio', str(was))
+        for name in names:
+            cluster.run(['rados', '-p', cluster.spec.base_pool, 'rm', name], check=False)
+    wait_row(cluster, 'the name to go with the mark', lambda r: r['osds_filling'] is None)
