@@ -148,6 +148,15 @@ def _cache_base(rates: Dict[str, Any], op: str) -> str:
     return f'{cache}/s / {base}/s' if proxied is not None else f'{cache}/s / -'
 
 
+def _hit_set_cell(hs: Dict[str, Any]) -> str:
+    """type, count x period; 'none (...)' when the PGs keep none (a count
+    or period of 0 disables them whatever the type: HitSetSettings.active)."""
+    cell = f'{hs["type"]} {hs["count"]}x{hs["period_s"]}s'
+    if hs['type'] in ('', 'none'):
+        return 'none'
+    return cell if hs['count'] > 0 and hs['period_s'] > 0 else f'none ({cell})'
+
+
 def _table_cells(row: Dict[str, Any]) -> List[str]:
     r = row['ratios']
     rates = row['rates'] or {}
@@ -171,7 +180,7 @@ def _table_cells(row: Dict[str, Any]) -> List[str]:
         _cache_base(rates, 'write'),
         (f'{pgs["flush_high"]}/{pgs["flush_low"]}/{pgs["evict_some"]}/{pgs["evict_full"]}'
          f' of {pgs["pg_num"]}') if pgs else '-',
-        f'{hs["type"]} {hs["count"]}x{hs["period_s"]}s',
+        _hit_set_cell(hs),
         '-' if row['sample_age_s'] is None else f'{row["sample_age_s"]:.0f}s',
     ]
 

@@ -1665,3 +1665,20 @@ def test_the_osds_filling_under_a_tier_keep_its_ratios_from_going_up(burst, make
     assert seen[-1] is None
     (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
     assert row['osds_filling'] is None
+
+
+@pytest.mark.parametrize('fields, cell', [({}, 'bloom 4x60s'),
+                                          ({'hit_set_count': 0}, 'none (bloom 0x60s)'),
+                                          ({'hit_set_period': 0}, 'none (bloom 4x0s)')])
+def test_the_status_table_says_none_for_a_pool_that_keeps_no_hit_sets(burst, make_module,
+                                                                       fields, cell):
+    # A count or period of 0 disables the PGs' hit sets whatever the type
+    # (seen on the demo: `hit_set_count 0` showed as `bloom 0x60s`).
+    inputs = copy.deepcopy(burst['samples'][0]['inputs'])
+    (cache,) = [p for p in inputs['osd_map']['pools'] if p['cache_mode'] != 'none']
+    cache.update(fields)
+    m, get = make_module(inputs)
+    m.tick(burst['samples'][0]['mono'], burst['samples'][0]['wall'])
+    header, row = m._cmd_status().stdout.splitlines()[:2]
+    at = header.index('HIT SET')
+    assert row[at:].startswith(cell + '  ')
