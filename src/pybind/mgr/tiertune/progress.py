@@ -8,6 +8,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 # An event that has not finished by then is closed: the drain is the agent's
 # business, and a stuck event in `ceph -s`/`ceph progress` helps nobody.
 DRAIN_EVENT_MAX_S = 1800.0
+# A drain an earlier mgr started is posted again only this far (fraction of
+# the target) above its ratio: the agent flushes only past the ratio, so
+# under writes the level sits just above it once the drain is done (a
+# review helper saw a finished drain posted again, to fail 30 min on).
+DRAIN_RESUME_MARGIN = 0.05
 
 
 @dataclass
@@ -52,7 +57,8 @@ class DrainEvents:
         """A drain an earlier mgr started (the progress module's events go
         with the mgr that held them): followed again from the level now,
         its DRAIN_EVENT_MAX_S counted from the change."""
-        if pool_id in self.events or dirty_now is None or dirty_now <= new_ratio:
+        if (pool_id in self.events or dirty_now is None
+                or dirty_now <= new_ratio + DRAIN_RESUME_MARGIN):
             return []
         ev = DrainEvent(self.new_id(), pool, dirty_now, new_ratio, started_mono)
         self.events[pool_id] = ev

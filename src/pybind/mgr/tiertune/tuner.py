@@ -518,7 +518,7 @@ class Tuner:
                 time=planned.wall, pool=tier.pool, mode='on', old=planned.path[0],
                 new=planned.path[-1], reason='(the reasons were lost with the mgr that made it)',
                 result='applied' if whole else f'incomplete: stopped at {fmt(reached)} by a '
-                                               f'mgr failover or restart'))
+                                               f'mgr failover or restart, or an error'))
             eff.save_history(pid)
         eff.save_settings()
 

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from tiertune.progress import DRAIN_EVENT_MAX_S, DrainEvents
+from tiertune.progress import DRAIN_EVENT_MAX_S, DRAIN_RESUME_MARGIN, DrainEvents
 
 
 def ids():
@@ -63,6 +63,16 @@ def test_raising_the_ratio_above_a_drains_target_closes_its_event():
     # A change that leaves the target where the event goes keeps it.
     d.started(3, 'cache', 0.35, 0.4, 0.1, 0.0)
     assert d.started(3, 'cache', 0.32, 0.1, 0.1, 60.0) == [] and 3 in d.events
+
+
+def test_a_drain_done_before_a_failover_is_not_posted_again():
+    # Under writes the level sits just above the ratio once drained (the
+    # agent flushes only past it): posted again, it failed 30 min on.
+    d = DrainEvents(ids())
+    assert d.resumed(3, 'cache', 0.0105, 0.01, 0.0) == []
+    assert d.resumed(3, 'cache', 0.01 + DRAIN_RESUME_MARGIN, 0.01, 0.0) == []
+    (call,) = d.resumed(3, 'cache', 0.2, 0.01, 0.0)
+    assert call[0] == 'update' and '(20% -> 1% of target)' in call[2]['ev_msg']
 
 
 def test_a_drain_starts_when_the_pools_decision_history_is_full(burst, make_module,
