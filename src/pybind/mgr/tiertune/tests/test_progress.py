@@ -2,7 +2,9 @@ import copy
 
 import pytest
 
+from conftest import force_change, restart
 from tiertune.progress import DRAIN_EVENT_MAX_S, DRAIN_RESUME_MARGIN, DrainEvents
+from tiertune.topology import Ratios
 
 
 def ids():
@@ -75,32 +77,39 @@ def test_a_drain_done_before_a_failover_is_not_posted_again():
     assert call[0] == 'update' and '(20% -> 1% of target)' in call[2]['ev_msg']
 
 
-def test_a_drain_starts_when_the_pools_decision_history_is_full(burst, make_module,
-                                                                monkeypatch):
-    """The history keeps the last HISTORY_KEEP decisions: once full, its
-    length no longer grows with a new one, and that must not hide it."""
-    import dataclasses
-    from collections import deque
+# The change the module tests of drains force: dirty to 0.01.
+DRAINED = Ratios(0.01, 0.6, 0.8)
 
-    from tiertune import controller
-    from tiertune.state import HISTORY_KEEP, DecisionRecord
-    from tiertune.topology import Ratios
+
+def on_after_six_ticks(burst, make_module, monkeypatch):
+    """A module ticked over the recording's first six samples, then set
+    `on` with its `osd pool set`s answered: the module, its getter and the
+    pool id."""
     recs = burst['samples']
     m, get = make_module(recs[0]['inputs'])
     for rec in recs[:6]:
         get.inputs = rec['inputs']
         m.tick(rec['mono'], rec['wall'])
     (pid,) = m._tiers
+    m._tuner.settings.mode = 'on'
+    monkeypatch.setattr(m, '_pool_set', lambda *args: None)
+    return m, get, pid
+
+
+def test_a_drain_starts_when_the_pools_decision_history_is_full(burst, make_module,
+                                                                monkeypatch):
+    """The history keeps the last HISTORY_KEEP decisions: once full, its
+    length no longer grows with a new one, and that must not hide it."""
+    from collections import deque
+
+    from tiertune.state import HISTORY_KEEP, DecisionRecord
+    recs = burst['samples']
+    m, get, pid = on_after_six_ticks(burst, make_module, monkeypatch)
     r = Ratios(0.4, 0.6, 0.8)
     m._tuner.histories[pid] = deque(
         (DecisionRecord(time=float(i), pool='cache', mode='on', old=r, new=r, reason='old',
                         result='applied') for i in range(HISTORY_KEEP)), maxlen=HISTORY_KEEP)
-    m._tuner.settings.mode = 'on'
-    monkeypatch.setattr(m, '_pool_set', lambda *args: None)
-    real = controller.decide
-    monkeypatch.setattr(controller, 'decide', lambda inp: dataclasses.replace(
-        real(inp), action='change', next=Ratios(0.01, 0.6, 0.8),
-        recommended=Ratios(0.01, 0.6, 0.8), reasons=('test: forced',)))
+    force_change(monkeypatch, DRAINED)
     m.remote_calls.clear()
     get.inputs = recs[6]['inputs']
     m.tick(recs[6]['mono'], recs[6]['wall'])
@@ -131,24 +140,10 @@ def test_a_drain_is_followed_again_after_a_failover(burst, make_module, monkeypa
     new one posts the drain again, from the level it finds, until the
     event's 30 minutes from the change are up (a review helper found
     the drain's event gone after a failover)."""
-    import dataclasses
-
-    from conftest import restart
-    from tiertune import controller
-    from tiertune.topology import Ratios
     recs = burst['samples']
-    m, get = make_module(recs[0]['inputs'])
-    for rec in recs[:6]:
-        get.inputs = rec['inputs']
-        m.tick(rec['mono'], rec['wall'])
-    (pid,) = m._tiers
-    m._tuner.settings.mode = 'on'
-    monkeypatch.setattr(m, '_pool_set', lambda *args: None)
-    real = controller.decide
+    m, get, pid = on_after_six_ticks(burst, make_module, monkeypatch)
     with monkeypatch.context() as mp:
-        mp.setattr(controller, 'decide', lambda inp: dataclasses.replace(
-            real(inp), action='change', next=Ratios(0.01, 0.6, 0.8),
-            recommended=Ratios(0.01, 0.6, 0.8), reasons=('test: forced',)))
+        force_change(mp, DRAINED)
         get.inputs = recs[6]['inputs']
         m.tick(recs[6]['mono'], recs[6]['wall'])
     assert m._drains.events

@@ -130,13 +130,20 @@ def test_a_hand_change_is_respected_not_fought(burst, monkeypatch):
     assert any('changed outside tiertune' in a for a in mgr.audits)
 
 
-def test_a_failed_set_is_recorded_and_backs_off(burst, monkeypatch):
+def refused_dirty(burst, monkeypatch, target: Ratios):
+    """A tuner in on mode after one tick whose forced change to target the
+    mon refused at cache_target_dirty_ratio: the tuner, its FakeMgr, the
+    pool id and the change's history record."""
     t, mgr = Tuner(), FakeMgr(fail_on='cache_target_dirty_ratio')
     t.settings.mode = 'on'
-    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
-    tiers = step(t, burst, mgr)
-    (pid,) = tiers
+    force_change(monkeypatch, target)
+    (pid,) = step(t, burst, mgr)
     (rec,) = t.history(pid)
+    return t, mgr, pid, rec
+
+
+def test_a_failed_set_is_recorded_and_backs_off(burst, monkeypatch):
+    t, mgr, pid, rec = refused_dirty(burst, monkeypatch, Ratios(0.2, 0.6, 0.8))
     assert rec.result.startswith('failed: osd pool set') and 'retry in 30s' in rec.result
     assert t.settings.pool(pid).last_change_wall is None   # nothing went through
     # within the backoff: no new attempt
@@ -151,12 +158,7 @@ def test_a_change_refused_part_way_says_the_rest_waits_for_the_rate_limit(burst,
     # full went through, then dirty was refused: a change all the same (the
     # rate limit holds the rest), which the line said was a 30 s retry
     # (found by a review helper: the retry came 600 s on).
-    t, mgr = Tuner(), FakeMgr(fail_on='cache_target_dirty_ratio')
-    t.settings.mode = 'on'
-    force_change(monkeypatch, Ratios(0.2, 0.6, 0.9))
-    tiers = step(t, burst, mgr)
-    (pid,) = tiers
-    (rec,) = t.history(pid)
+    t, mgr, pid, rec = refused_dirty(burst, monkeypatch, Ratios(0.2, 0.6, 0.9))
     assert [v for _, v, _ in mgr.sets] == ['cache_target_full_ratio']
     assert rec.result.endswith('(retry in 30s, or once the rate limit allows: part of it '
                                'was made)')
