@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, HandleCommandResult
 
-from .agent_config import with_agent_ops
 from .bounds import as_typed, with_setting
 from .report import format_history, format_table, note_lines, status_row
-from .splits import SPLIT_FIELDS, SPLIT_SOURCE, pg_pool_id, with_invalid_stats
+from .splits import SPLIT_FIELDS, SPLIT_SOURCE, pg_pool_id
 from .state import FOLLOW_DEFAULT, MODES
 from .tick_cost import tick_line
 from .topology import (
+    TICK_FIELDS,
     CacheTier,
     cache_tiers,
     cluster_flags,
@@ -108,12 +108,11 @@ class Commands:
         op limits and filling OSDs as the last tick had them: status shows
         what its decision was made on."""
         with self._lock:
-            invalid = {pid: t.invalid_stats_pgs for pid, t in self._tiers.items()}
-            ops = {pid: (t.agent_stopped, t.agent_limited) for pid, t in self._tiers.items()}
-            filling = {pid: t.osds_filling for pid, t in self._tiers.items()}
-        tiers = with_agent_ops(with_invalid_stats(cache_tiers(osd_map), invalid), ops)
-        return {pid: with_fields(t, osds_filling=filling.get(pid, ''))
-                for pid, t in tiers.items()}
+            kept = {pid: {k: getattr(t, k) for k in TICK_FIELDS}
+                    for pid, t in self._tiers.items()}
+        # A pool the tick has not seen keeps CacheTier's defaults.
+        return {pid: with_fields(t, **kept.get(pid, {}))
+                for pid, t in cache_tiers(osd_map).items()}
 
     def _reply(self, obj: Any, fmt: str, plain: str) -> HandleCommandResult:
         if fmt == 'plain':

@@ -123,6 +123,11 @@ class CacheTier:
         return self.target_max_bytes > 0 or self.target_max_objects > 0
 
 
+# The CacheTier fields a tick sets from outside the OSD map (splits,
+# agent_config, the OSD states): what commands carry from the last tick.
+TICK_FIELDS = ('invalid_stats_pgs', 'agent_stopped', 'agent_limited', 'osds_filling')
+
+
 def with_fields(t: CacheTier, **fields: Any) -> CacheTier:
     """t with fields set from outside the OSD map (splits, agent_config):
     t itself when it has them already, as SeriesCache follows a tier by
