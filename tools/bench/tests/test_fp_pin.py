@@ -1,0 +1,49 @@
+"""The simulator entry points run numpy without its AVX-512 paths (see
+fp_pin), so their figures are those committed, on any x86_64 host.  On a
+host without AVX-512 there is nothing to pin and the check is that none
+runs; on one with it (this project's machines from session 38) the
+subprocess fails the check unless pin() disabled them."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(HERE))
+
+import fp_pin  # noqa: E402
+
+PROBE = ('import sys; sys.path.insert(0, sys.argv[1]); import fp_pin; fp_pin.pin(); '
+         'import numpy.core._multiarray_umath as m; '
+         'print(sorted(k for k, v in m.__cpu_features__.items() '
+         'if v and k.startswith("AVX512") and k in m.__cpu_dispatch__))')
+
+
+def _avx512_in_use(env: dict) -> str:
+    out = subprocess.run([sys.executable, '-c', PROBE, str(HERE)], env=env,
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_pin_turns_numpys_avx512_paths_off_before_numpy_loads() -> None:
+    env = {k: v for k, v in os.environ.items() if k != fp_pin.ENV}
+    assert _avx512_in_use(env) == '[]'
+
+
+def test_an_operators_own_setting_is_left_as_it_is() -> None:
+    env = {k: v for k, v in os.environ.items() if k != fp_pin.ENV}
+    env[fp_pin.ENV] = ''     # empty: run natively
+    native = _avx512_in_use(env)
+    assert native == ('[]' if not fp_pin.has_avx512() else native)
+    if fp_pin.has_avx512():
+        assert 'AVX512F' in native
+
+
+def test_flags_read_from_cpuinfo(tmp_path: Path) -> None:
+    info = tmp_path / 'cpuinfo'
+    info.write_text('processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512cd\n')
+    assert fp_pin.has_avx512(info)
+    info.write_text('processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512_vnni_x\n')
+    assert not fp_pin.has_avx512(info)
+    assert not fp_pin.has_avx512(tmp_path / 'missing')
