@@ -43,6 +43,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import fp_pin  # noqa: E402
+
+if __name__ == '__main__':
+    fp_pin.pin()     # before numpy's first import (see fp_pin)
+
 import policies  # noqa: E402
 import scenario as scn  # noqa: E402
 

@@ -36,6 +36,11 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import fp_pin  # noqa: E402
+
+if __name__ == '__main__':
+    fp_pin.pin()     # before numpy's first import (see fp_pin)
+
 import policies  # noqa: E402
 import scenario as scn  # noqa: E402
 from report import emit  # noqa: E402

@@ -12,6 +12,11 @@ from typing import Any, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import fp_pin
+
+if __name__ == '__main__':
+    fp_pin.pin()     # before numpy's first import (see fp_pin)
+
 import policies
 import scenario as scn
 from simulator.run import STEP_S, simulate

@@ -29,6 +29,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import fp_pin  # noqa: E402
+
+if __name__ == '__main__':
+    fp_pin.pin()     # before numpy's first import (see fp_pin)
+
 import policies  # noqa: E402
 import run  # noqa: E402
 import scenario as scn  # noqa: E402

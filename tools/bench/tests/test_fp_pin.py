@@ -47,3 +47,23 @@ def test_flags_read_from_cpuinfo(tmp_path: Path) -> None:
     info.write_text('processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512_vnni_x\n')
     assert not fp_pin.has_avx512(info)
     assert not fp_pin.has_avx512(tmp_path / 'missing')
+
+
+def test_every_simulator_entry_point_pins_before_it_loads_the_simulator() -> None:
+    # A new benchmark script that runs the simulator unpinned gives figures
+    # that differ from the committed ones on an AVX-512 host (see fp_pin).
+    loads_sim = ('import policies', 'import run', 'from simulator', 'import simulator')
+    # Real-cluster drivers: their tiertune runs inside ceph-mgr, whose numpy
+    # pin() cannot reach, and their figures are the cluster's.
+    cluster_only = {'cluster_backend.py'}
+    checked = []
+    for script in sorted(HERE.glob('*.py')):
+        text = script.read_text()
+        if "__name__ == '__main__'" not in text or script.name in cluster_only:
+            continue
+        first = min((text.find(s) for s in loads_sim if s in text), default=-1)
+        if first < 0:
+            continue
+        checked.append(script.name)
+        assert 0 <= text.find('fp_pin.pin()') < first, f'{script.name} loads the simulator unpinned'
+    assert {'run.py', 'seeds.py', 'warm_start.py', 'sim_speed.py'} <= set(checked)
