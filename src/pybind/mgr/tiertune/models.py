@@ -132,7 +132,9 @@ def fit(history: Sequence[HistoryEntry], tier: CacheTier,
     short or empty history: what cannot be estimated is None, and fitted
     says whether the whole is worth acting on.  With a cache (one per pool,
     given the same pool's history every call) the arrays are kept across
-    calls instead of rebuilt; the model is the same."""
+    calls instead of rebuilt; the model is the same (on a CPU with
+    AVX-512, numpy's sums over the kept arrays can differ from a rebuild's
+    in the last bit or two: FLOAT_REL_TOL in tests/conftest.py)."""
     return fit_pools([FitJob(history, tier, limits, cache)])[0]
 
 

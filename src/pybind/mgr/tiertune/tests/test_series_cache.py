@@ -1,15 +1,15 @@
 """models.SeriesCache (the arrays kept across ticks) gives what rebuilding
-them from the whole history gives: the same rows, the same model."""
+them from the whole history gives: the same rows, the same model (its
+floats to the last bits: see FLOAT_REL_TOL)."""
 
 import dataclasses
-import math
 from functools import partial
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import RecordingGetter
+from conftest import RecordingGetter, same_value
 from tiertune import models
 from tiertune.models import SeriesCache, fit
 from tiertune.rates import HistoryBook, PoolHistory
@@ -17,27 +17,6 @@ from tiertune.sampling import PoolCounters, PoolSample, agent_levels, take_sampl
 from tiertune.topology import CacheTier, HitSetSettings, Ratios, cache_tiers
 
 MiB = 1 << 20
-
-
-def same_value(a, b, path='model'):
-    """Equal (NaN equal to NaN), walking dataclasses, dicts and sequences;
-    an AssertionError names the first difference."""
-    if dataclasses.is_dataclass(a):
-        assert type(a) is type(b), path
-        for f in dataclasses.fields(a):
-            same_value(getattr(a, f.name), getattr(b, f.name), f'{path}.{f.name}')
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            same_value(a[k], b[k], f'{path}[{k!r}]')
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            same_value(x, y, f'{path}[{i}]')
-    elif isinstance(a, float) and isinstance(b, float) and math.isnan(a):
-        assert math.isnan(b), f'{path}: {a} != {b}'
-    else:
-        assert a == b, f'{path}: {a!r} != {b!r}'
 
 
 def derived_rows_as_from_columns(s):
