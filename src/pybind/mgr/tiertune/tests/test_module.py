@@ -1347,6 +1347,96 @@ def test_store_writes_are_made_in_the_order_they_were_taken(burst, make_module,
     assert json.loads(m.get_store('state'))['pools'][str(pid)]['mode'] == 'on'
 
 
+def test_status_answers_while_the_tick_stores_a_deleted_pools_settings(burst, make_module,
+                                                                     monkeypatch):
+    """A deleted pool's settings are dropped under the lock but written to
+    the store after it: a status that comes while that write is at the mon
+    answers, it does not wait for the mon's round trip."""
+    import threading
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    gone = 4242                                   # no such pool in the map
+    m._tuner.settings.pool(gone).mode = 'on'
+    m._save_settings_locked()
+    real_set_store, at_mon, mon_answers = m.set_store, threading.Event(), threading.Event()
+
+    def slow_settings_write(key, text):
+        if key == 'state' and not at_mon.is_set():
+            at_mon.set()
+            assert mon_answers.wait(10)
+        real_set_store(key, text)
+
+    monkeypatch.setattr(m, 'set_store', slow_settings_write)
+    inputs = copy.deepcopy(recs[2]['inputs'])
+    inputs['osd_map']['pool_max'] = gone + 10     # pools up to there were made, gone deleted
+    get.inputs = inputs
+    m.notify(NotifyType.osd_map, '')
+    tick = threading.Thread(target=m.tick, args=(recs[2]['mono'], recs[2]['wall']))
+    answers = []
+    status = threading.Thread(target=lambda: answers.append(m._cmd_status(format='json')))
+    tick.start()
+    try:
+        assert at_mon.wait(10)
+        status.start()
+        status.join(5)
+        assert not status.is_alive() and answers[0].retval == 0
+        assert tick.is_alive()                    # still at the mon
+    finally:
+        mon_answers.set()
+        tick.join(10)
+        if status.ident is not None:
+            status.join(10)
+    assert not tick.is_alive()
+    assert str(gone) not in json.loads(m.get_store('state'))['pools']
+
+
+def test_on_after_a_hand_change_made_while_a_tick_reads_the_map_stays_on(burst, make_module,
+                                                                         monkeypatch):
+    """warn, then a ratio set by hand and `mode on` while a tick has read
+    the OSD map (before the hand change) but not yet decided: `on` takes
+    the hand-set ratio as tiertune's own.  The tick does not decide on its
+    older map with the new settings (it took the older ratio as adopted,
+    and the next tick set the pool to warn for a change by hand)."""
+    import threading
+
+    import tiertune.module as tm
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    pool = burst['spec']['cache_pool']
+    m, get = run_ticks(make_module, recs[:6])
+    (pid,) = m._tiers
+    monkeypatch.setattr(m, '_pool_set', lambda *args: None)
+    assert m._cmd_mode(pool, 'warn').retval == 0
+    real_take, map_read, go_on = tm.take_samples, threading.Event(), threading.Event()
+
+    def take_after_a_pause(*args, **kwargs):
+        map_read.set()
+        assert go_on.wait(10)
+        return real_take(*args, **kwargs)
+
+    monkeypatch.setattr(tm, 'take_samples', take_after_a_pause)
+    get.inputs = recs[6]['inputs']
+    m.notify(NotifyType.osd_map, '')
+    tick = threading.Thread(target=m.tick, args=(recs[6]['mono'], recs[6]['wall']))
+    tick.start()
+    try:
+        assert map_read.wait(10)
+        get.inputs = _with_ratios(recs[7]['inputs'], pool, 500000, bump_epoch=3)  # by hand: 0.5
+        m.notify(NotifyType.osd_map, '')
+        assert m._cmd_mode(pool, 'on').retval == 0
+    finally:
+        go_on.set()
+        tick.join(10)
+    assert not tick.is_alive()
+    monkeypatch.setattr(tm, 'take_samples', real_take)
+    for rec in recs[8:10]:
+        get.inputs = _with_ratios(rec['inputs'], pool, 500000, bump_epoch=3)
+        m.tick(rec['mono'], rec['wall'])
+    ps = m._tuner.settings.pools[pid]
+    assert ps.mode == 'on' and ps.manual_change is None
+    assert ps.last_applied == Ratios(0.5, 0.6, 0.8)
+
+
 def test_the_promote_throttle_is_the_one_the_cache_pools_osds_get(burst, make_module):
     """Asked for plain `osd`, the mgr answers for osd.0, whatever its
     device class: a throttle set for the cache OSDs' class
