@@ -189,7 +189,9 @@ class Module(Commands, MgrModule):
             text = self.get_store(SETTINGS_KEY)
             self._tuner.settings, problems = settings_from_store(text)
             if problems:
-                self.set_store(UNREADABLE_SETTINGS_KEY, text)
+                # Staged before the settings below, so written before them:
+                # the original is never overwritten without its copy.
+                self._stage(UNREADABLE_SETTINGS_KEY, text)
                 for p in problems:
                     self.log.error('stored settings: %s', p)
                 self.cluster_log('cluster', self.ClusterLogPrio.WARN,

@@ -1101,6 +1101,46 @@ def test_unreadable_stored_settings_give_the_defaults_and_are_kept(burst, make_m
     assert m3.get_store('state.unreadable') == stored
 
 
+def test_status_answers_while_the_load_stores_unreadable_settings(burst, make_module,
+                                                                 monkeypatch):
+    """The tick that loads unreadable settings writes their copy and what
+    was read after the lock, the copy first: a status meanwhile answers."""
+    import threading
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    m.set_store('state', '{not json')
+    m2 = restart(get)
+    real_set_store, at_mon, mon_answers = m2.set_store, threading.Event(), threading.Event()
+    written = []
+
+    def slow_first_write(key, text):
+        if not at_mon.is_set():
+            at_mon.set()
+            assert mon_answers.wait(10)
+        written.append(key)
+        real_set_store(key, text)
+
+    monkeypatch.setattr(m2, 'set_store', slow_first_write)
+    tick = threading.Thread(target=m2.tick, args=(recs[2]['mono'], recs[2]['wall']))
+    answers = []
+    status = threading.Thread(target=lambda: answers.append(m2._cmd_status(format='json')))
+    tick.start()
+    try:
+        assert at_mon.wait(10)
+        status.start()
+        status.join(5)
+        assert not status.is_alive() and answers[0].retval == 0
+    finally:
+        mon_answers.set()
+        tick.join(10)
+        if status.ident is not None:
+            status.join(10)
+    assert not tick.is_alive()
+    assert written[:2] == ['state.unreadable', 'state']
+    assert m2.get_store('state.unreadable') == '{not json'
+    assert json.loads(m2.get_store('state'))['mode'] == 'warn'
+
+
 def test_one_unreadable_pool_entry_leaves_the_others(burst, make_module):
     m, get = run_ticks(make_module, burst['samples'][:2])
     (pid,) = m._tiers
