@@ -1101,41 +1101,50 @@ def test_unreadable_stored_settings_give_the_defaults_and_are_kept(burst, make_m
     assert m3.get_store('state.unreadable') == stored
 
 
-def test_status_answers_while_the_load_stores_unreadable_settings(burst, make_module,
-                                                                 monkeypatch):
-    """The tick that loads unreadable settings writes their copy and what
-    was read after the lock, the copy first: a status meanwhile answers."""
+def status_while_a_store_write_waits(m, tick_at, key=None):
+    """Run a tick on a thread, hold the first store write it makes (of
+    `key`, when given) at the mon, and ask for status meanwhile: asserts
+    status answers while that write waits.  The keys written, in order."""
     import threading
-    recs = burst['samples']
-    m, get = run_ticks(make_module, recs[:2])
-    m.set_store('state', '{not json')
-    m2 = restart(get)
-    real_set_store, at_mon, mon_answers = m2.set_store, threading.Event(), threading.Event()
+    real_set_store, at_mon, mon_answers = m.set_store, threading.Event(), threading.Event()
     written = []
 
-    def slow_first_write(key, text):
-        if not at_mon.is_set():
+    def slow_write(k, text):
+        if (key is None or k == key) and not at_mon.is_set():
             at_mon.set()
             assert mon_answers.wait(10)
-        written.append(key)
-        real_set_store(key, text)
+        written.append(k)
+        real_set_store(k, text)
 
-    monkeypatch.setattr(m2, 'set_store', slow_first_write)
-    tick = threading.Thread(target=m2.tick, args=(recs[2]['mono'], recs[2]['wall']))
+    m.set_store = slow_write
+    tick = threading.Thread(target=m.tick, args=(tick_at['mono'], tick_at['wall']))
     answers = []
-    status = threading.Thread(target=lambda: answers.append(m2._cmd_status(format='json')))
+    status = threading.Thread(target=lambda: answers.append(m._cmd_status(format='json')))
     tick.start()
     try:
         assert at_mon.wait(10)
         status.start()
         status.join(5)
         assert not status.is_alive() and answers[0].retval == 0
+        assert tick.is_alive()                    # still at the mon
     finally:
         mon_answers.set()
         tick.join(10)
         if status.ident is not None:
             status.join(10)
+        m.set_store = real_set_store
     assert not tick.is_alive()
+    return written
+
+
+def test_status_answers_while_the_load_stores_unreadable_settings(burst, make_module):
+    """The tick that loads unreadable settings writes their copy and what
+    was read after the lock, the copy first: a status meanwhile answers."""
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    m.set_store('state', '{not json')
+    m2 = restart(get)
+    written = status_while_a_store_write_waits(m2, recs[2])
     assert written[:2] == ['state.unreadable', 'state']
     assert m2.get_store('state.unreadable') == '{not json'
     assert json.loads(m2.get_store('state'))['mode'] == 'warn'
@@ -1387,46 +1396,20 @@ def test_store_writes_are_made_in_the_order_they_were_taken(burst, make_module,
     assert json.loads(m.get_store('state'))['pools'][str(pid)]['mode'] == 'on'
 
 
-def test_status_answers_while_the_tick_stores_a_deleted_pools_settings(burst, make_module,
-                                                                     monkeypatch):
+def test_status_answers_while_the_tick_stores_a_deleted_pools_settings(burst, make_module):
     """A deleted pool's settings are dropped under the lock but written to
     the store after it: a status that comes while that write is at the mon
     answers, it does not wait for the mon's round trip."""
-    import threading
     recs = burst['samples']
     m, get = run_ticks(make_module, recs[:2])
     gone = 4242                                   # no such pool in the map
     m._tuner.settings.pool(gone).mode = 'on'
     m._save_settings_locked()
-    real_set_store, at_mon, mon_answers = m.set_store, threading.Event(), threading.Event()
-
-    def slow_settings_write(key, text):
-        if key == 'state' and not at_mon.is_set():
-            at_mon.set()
-            assert mon_answers.wait(10)
-        real_set_store(key, text)
-
-    monkeypatch.setattr(m, 'set_store', slow_settings_write)
     inputs = copy.deepcopy(recs[2]['inputs'])
     inputs['osd_map']['pool_max'] = gone + 10     # pools up to there were made, gone deleted
     get.inputs = inputs
     m.notify(NotifyType.osd_map, '')
-    tick = threading.Thread(target=m.tick, args=(recs[2]['mono'], recs[2]['wall']))
-    answers = []
-    status = threading.Thread(target=lambda: answers.append(m._cmd_status(format='json')))
-    tick.start()
-    try:
-        assert at_mon.wait(10)
-        status.start()
-        status.join(5)
-        assert not status.is_alive() and answers[0].retval == 0
-        assert tick.is_alive()                    # still at the mon
-    finally:
-        mon_answers.set()
-        tick.join(10)
-        if status.ident is not None:
-            status.join(10)
-    assert not tick.is_alive()
+    assert 'state' in status_while_a_store_write_waits(m, recs[2], key='state')
     assert str(gone) not in json.loads(m.get_store('state'))['pools']
 
 
