@@ -284,7 +284,7 @@ class Module(Commands, MgrModule):
             staged, self._staged = self._staged, {}
             self._store_lock.acquire()
         try:
-            for key, text in staged.items():
+            for key, text in _settings_last(staged):
                 self.set_store(key, text)
         finally:
             self._store_lock.release()
@@ -712,6 +712,16 @@ class Module(Commands, MgrModule):
             return float(v) if v is not None else None
         except Exception:
             return None
+
+
+def _settings_last(staged: Dict[str, str]) -> List[Tuple[str, str]]:
+    """The staged writes in the order they were taken, the settings last: a
+    tick's changes stage the settings (the plan cleared) before their
+    history lines, and a failover between the writes lost the lines; the
+    other way round the next mgr finds the plan and its line, and settles
+    it without a second one (Tuner._settle_planned)."""
+    return ([(k, v) for k, v in staged.items() if k != SETTINGS_KEY]
+            + [(k, v) for k, v in staged.items() if k == SETTINGS_KEY])
 
 
 def _newest(records: Deque[DecisionRecord]) -> Optional[DecisionRecord]:

@@ -505,6 +505,16 @@ class Tuner:
             ps.last_applied = tier.ratios
             ps.last_change_wall = planned.wall
             whole = same(reached, planned.path[-1])
+            if self._recorded(pid, planned):
+                # The mgr that made it stored its history line, then failed
+                # over before the settings that clear the plan (finish_change
+                # writes them in that order): the line and its audit are
+                # there already.
+                eff.log(f'{tier.pool}: change of {fmt(planned.path[0])} -> '
+                        f'{fmt(planned.path[-1])} was recorded, its settings not: '
+                        f'taken as tiertune\'s own')
+                eff.save_settings()
+                return
             how = ('made, but not recorded before a mgr failover or restart' if whole else
                    f'stopped at {fmt(tier.ratios)} (cut short by a mgr failover or restart, '
                    f'or an error, during the change)')
@@ -521,6 +531,12 @@ class Tuner:
                                                f'mgr failover or restart, or an error'))
             eff.save_history(pid)
         eff.save_settings()
+
+    def _recorded(self, pid: int, planned: PlannedChange) -> bool:
+        """The pool's newest history line is the planned change's (a line
+        has the wall time its plan was stored with)."""
+        history = self.histories.get(pid)
+        return history is not None and len(history) > 0 and history[-1].time == planned.wall
 
     def _plan(self, pid: int, tier: CacheTier, decision: controller.Decision, eff: Effects,
               mono: float, wall: float) -> Optional['PendingChange']:
@@ -590,8 +606,12 @@ class Tuner:
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='on',
                                                 old=tier.ratios, new=decision.next,
                                                 reason=reason, result=outcome))
-        eff.save_settings()
+        # The history first: a failover between the two writes leaves the
+        # plan stored with the change's line, and the next mgr settles the
+        # plan without a second line (_settle_planned); the other way round,
+        # the line was lost.
         eff.save_history(pid)
+        eff.save_settings()
 
     def abandon(self, change: 'PendingChange', eff: Effects) -> None:
         """A planned change none of whose commands was sent (an earlier one
@@ -689,8 +709,8 @@ class Tuner:
             # It reset the PGs' hit sets as any change does: `mode on`
             # right after it waits out the rate limit.
             ps.last_change_wall = wall
+        eff.save_history(pid)    # before the settings, as in finish_change
         eff.save_settings()
-        eff.save_history(pid)
         return 0, f'pool {tier.pool}: ratios restored to {fmt(baseline)}; mode warn'
 
 

@@ -1292,6 +1292,35 @@ def test_on_again_after_a_hand_change_in_warn_mode_stays_on(burst, make_module, 
     assert ps.last_applied == Ratios(0.5, 0.6, 0.8)       # taken over on `on`
 
 
+def test_a_tick_stores_a_changes_history_line_before_the_settings_that_clear_its_plan(
+        burst, make_module, monkeypatch):
+    """The settings (the plan cleared) are the tick's last store write after
+    its changes: a failover between the writes leaves the plan and its
+    line, which the next mgr settles without a second line; the other way
+    round, the line was lost."""
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    pool = burst['spec']['cache_pool']
+    m, get = run_ticks(make_module, recs[:6])
+    (pid,) = m._tiers
+    monkeypatch.setattr(m, '_pool_set', lambda *args: None)
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    assert m._cmd_mode(pool, 'on').retval == 0
+    writes = []
+    real_set = m.set_store
+    monkeypatch.setattr(m, 'set_store', lambda k, v: (writes.append((k, v)), real_set(k, v))[1])
+    get.inputs = recs[6]['inputs']
+    m.tick(recs[6]['mono'], recs[6]['wall'])
+    keys = [k for k, _ in writes]
+    line = keys.index(f'history/{pid}')
+    # The plan before the commands, the settings that clear it after the line.
+    plans = [json.loads(v)['pools'][str(pid)]['planned'] for k, v in writes[:line]
+             if k == 'state']
+    assert plans and plans[-1] is not None
+    assert 'state' in keys[line:]
+    assert json.loads(m.get_store('state'))['pools'][str(pid)]['planned'] is None
+
+
 def test_on_clears_a_change_left_planned_by_an_earlier_mgr(burst, make_module):
     """`on` takes whatever ratios the pool has as tiertune's own: a change
     an earlier mgr left planned (cut short, then the pool left in warn)

@@ -565,6 +565,46 @@ def test_a_whole_change_a_failover_kept_from_being_recorded_is_in_the_history(
     assert 'not recorded before a mgr failover' in audit and 'stopped at' not in audit
 
 
+def test_a_change_recorded_before_a_failover_that_lost_its_settings_has_one_line(
+        burst, monkeypatch):
+    """A change's history line is stored before the settings that clear its
+    plan: a failover between the two writes leaves the next mgr the plan
+    and the line, and it settles the plan without a second line or an
+    audit saying the change went unrecorded."""
+    from tiertune.state import history_from_json, history_to_store, settings_from_store
+    t = Tuner()
+    t.settings.mode = 'on'
+    writes: List[Tuple[str, str]] = []
+    eff = Effects(pool_set=lambda pool, var, val: None,
+                  save_settings=lambda: writes.append(('settings', t.settings.to_json())),
+                  save_history=lambda p: writes.append(('history', history_to_store(
+                      t.history(p)))),
+                  audit=lambda m: None, log=lambda m: None)
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    tiers, book, mono, wall = replay(burst)
+    (pid,) = tiers
+    t.step(tiers, book, [], {}, 3.0, eff, mono, wall)
+    monkeypatch.undo()
+    kinds = [k for k, _ in writes]
+    # The plan, then the line, then the settings that clear the plan.
+    assert kinds[-2:] == ['history', 'settings'] and 'settings' in kinds[:-2]
+    # The mgr fails over after the line is written, before the settings.
+    plan_stored = [v for k, v in writes[:-1] if k == 'settings'][-1]
+    line_stored = writes[-2][1]
+    t2, mgr2 = Tuner(), FakeMgr()
+    t2.settings, problems = settings_from_store(plan_stored)
+    assert not problems and t2.settings.pool(pid).planned is not None
+    t2.histories[pid], _ = history_from_json(line_stored)
+    step_as(t2, burst, mgr2, ratios=Ratios(0.2, 0.3, 0.9), mono_offset=60)
+    ps = t2.settings.pool(pid)
+    assert ps.planned is None and ps.last_applied == Ratios(0.2, 0.3, 0.9)
+    assert ps.last_change_wall == wall and t2.settings.effective_mode(pid) == 'on'
+    (rec,) = t2.history(pid)
+    assert rec.result == 'applied' and rec.time == wall and 'lost' not in rec.reason
+    assert not any('taken as tiertune' in a for a in mgr2.audits)
+    assert mgr2.saved and mgr2.saved_history == []
+
+
 def test_a_change_an_unexpected_error_cut_short_is_tiertunes_own(burst, monkeypatch):
     """Not a refusal (returned, and handled by _apply) but an exception out
     of an `osd pool set` part way: the same mgr's next tick finds the
