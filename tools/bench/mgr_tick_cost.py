@@ -63,6 +63,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import cpu_placement  # noqa: E402
+import machine_speed  # noqa: E402
 import rados  # noqa: E402  (the Debian python3-rados binding, as the mgr has it)
 
 from localcluster import ClusterSpec, LocalCluster  # noqa: E402
@@ -226,7 +227,11 @@ def measure(c: LocalCluster, pools: int, history: int, ticks: int, interval: flo
     wait_filled(c, pools, history, interval)
 
     def read(placement: Optional[str] = None) -> Dict[str, Any]:
+        # The machine's speed just before and after the ticks read (see
+        # machine_speed): rows of different hours compare only beside it.
+        before = machine_speed.reference_ms()
         row = read_ticks(c, pools, ticks, interval)
+        row['reference_ms'] = [before, machine_speed.reference_ms()]
         if placement is not None:
             row['placement'] = placement
         annotate(row)
@@ -328,15 +333,23 @@ def table(rows: List[Dict[str, Any]]) -> str:
     cpus = any('placement' in r for r in rows)
     lines = [f'{"CACHE POOLS":>11} {"POOLS":>6} '
              + (f'{"IO":<5} ' if io else '') + (f'{"CPUS":<18} ' if cpus else '')
-             + f'{"CPU MS (MEDIAN)":>16} {"MAX":>7} {"WALL MS (LAST)":>15}  MEDIAN MS BY STEP']
+             + f'{"CPU MS (MEDIAN)":>16} {"MAX":>7} {"WALL MS (LAST)":>15} {"REF MS":>9}'
+               f'  MEDIAN MS BY STEP']
     for r in rows:
         by_step = ', '.join(f'{k} {v:.2f}' for k, v in r.get('cpu_ms_median_parts', {}).items())
         lines.append(f'{r["cache_pools"]:>11} {r["pools"]:>6} '
                      + (f'{r.get("io", ""):<5} ' if io else '')
                      + (f'{r.get("placement", "shared"):<18} ' if cpus else '')
                      + f'{r["cpu_ms_median"]:>16.2f} {r["cpu_ms_max"]:>7.2f} '
-                     f'{r["wall_ms_last"]:>15.2f}  {by_step}')
+                     f'{r["wall_ms_last"]:>15.2f} {_reference(r):>9}  {by_step}')
     return '\n'.join(lines)
+
+
+def _reference(row: Dict[str, Any]) -> str:
+    """The row's reference loops, before/after its ticks (rows from
+    JSON written before they were kept have none)."""
+    ref = row.get('reference_ms')
+    return '-' if not ref else '/'.join(f'{v:.0f}' for v in ref)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -379,7 +392,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.idle_first:
         io = f'idle pools, then {io}'
     print(f'real ceph-mgr, tiertune ticks every {args.interval} s, {args.history} samples per '
-          f'pool, {args.pg_num} PG(s) per pool, {io}; CPU of the serve thread per tick')
+          f'pool, {args.pg_num} PG(s) per pool, {io}; CPU of the serve thread per tick; '
+          f'REF MS: the machine\'s speed, a {machine_speed.REFERENCE_LOOP:,}-iteration Python '
+          f'loop in this process before/after the row\'s ticks')
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

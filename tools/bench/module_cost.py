@@ -46,6 +46,7 @@ sys.path.insert(0, str(TESTS))
 
 from loaded_tiers import Recorded, load_fixture  # noqa: E402
 
+from machine_speed import REFERENCE_LOOP, reference_ms  # noqa: E402
 from mgr_stub import new_module  # noqa: E402
 
 FIXTURE = TESTS / 'fixtures' / 'overwrite_burst.json'
@@ -60,9 +61,6 @@ GRID = [  # (pools, cache pools, PGs)
     (1000, 1, 100_000),
 ]
 TICK_S = 30.0
-# Iterations of the reference loop: long enough to span a few scheduler
-# slices, short next to a round.
-REFERENCE_LOOP = 1_000_000
 
 
 def templates() -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any], Dict[str, Any]]:
@@ -181,15 +179,6 @@ def measure(n_pools: int, n_cache: int, n_pgs: int, history: int, ticks: int,
 def _p95(xs: List[float]) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(len(xs) * 0.95))]
-
-
-def reference_ms() -> float:
-    """CPU ms of a fixed pure-Python loop: the machine's speed just now."""
-    t0 = time.process_time()
-    acc = 0
-    for i in range(REFERENCE_LOOP):
-        acc += i * i
-    return (time.process_time() - t0) * 1000
 
 
 def summary(runs: List[Dict[str, Any]]) -> Dict[str, Any]:

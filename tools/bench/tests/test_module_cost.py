@@ -80,6 +80,20 @@ def test_real_mgr_bench_builds_each_tier_in_the_order_the_mons_need() -> None:
     assert {c['pg_num'] for c in cmds if c['prefix'] == 'osd pool create'} == {2}
 
 
+def test_real_mgr_bench_prints_the_machines_speed_beside_each_row() -> None:
+    """A tick's CPU ms on the shared VM says as much about the hour as about
+    the module: each row carries the reference loop timed around its
+    ticks, and rows recorded before it was kept say they have none."""
+    import machine_speed
+    import mgr_tick_cost as mtc
+    row = {'cache_pools': 64, 'pools': 129, 'cpu_ms_median': 9.5, 'cpu_ms_max': 14.0,
+           'wall_ms_last': 9.0, 'cpu_ms_median_parts': {'pool_stats': 2.0}}
+    lines = mtc.table([{**row, 'reference_ms': [21.6, 22.4]}, row]).splitlines()
+    assert 'REF MS' in lines[0]
+    assert ' 22/22 ' in lines[1] and ' - ' in lines[2]
+    assert machine_speed.reference_ms() > 0
+
+
 def test_real_mgr_bench_wants_ascending_steps() -> None:
     import mgr_tick_cost as mtc
     import pytest
