@@ -45,8 +45,8 @@ TESTS = REPO / 'src' / 'pybind' / 'mgr' / 'tiertune' / 'tests'
 sys.path.insert(0, str(TESTS))
 
 from loaded_tiers import Recorded, load_fixture  # noqa: E402
-
 from machine_speed import REFERENCE_LOOP, reference_ms  # noqa: E402
+
 from mgr_stub import new_module  # noqa: E402
 
 FIXTURE = TESTS / 'fixtures' / 'overwrite_burst.json'
