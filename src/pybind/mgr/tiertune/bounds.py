@@ -6,7 +6,7 @@ Pure data and validation; the module persists them, the controller obeys them.
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 # The OSD agent's hysteresis (osd_agent_slop): a ratio change smaller than
 # this moves no PG between modes, so the deadband must be wider.
@@ -153,6 +153,15 @@ def bounds_from_dict(d: Mapping[str, Any]) -> Bounds:
 
 def knobs_from_dict(d: Mapping[str, Any]) -> Knobs:
     return Knobs(**{k: as_typed(v) for k, v in d.items() if k in KNOB_KEYS})
+
+
+def unusable_fields(obj: Any) -> List[Tuple[str, float]]:
+    """The fields of a Bounds or Knobs that no `set` accepts whatever the
+    others are: not finite, or (a bound) outside 0..1.  A stored value
+    like that is corruption (`config-key set` by hand), not a setting."""
+    bounds = isinstance(obj, Bounds)
+    return [(k, v) for k, v in as_dict(obj).items()
+            if not math.isfinite(v) or (bounds and not 0.0 <= v <= 1.0)]
 
 
 def as_dict(obj: Any) -> Dict[str, float]:

@@ -8,12 +8,21 @@ for each pool's decisions) and writes a key only when it changed.
 import base64
 import dataclasses
 import json
+import time
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import AbstractSet, Any, Deque, Dict, List, Optional, Tuple
 
-from .bounds import RATIO_MAX, Bounds, Knobs, as_dict, bounds_from_dict, knobs_from_dict
+from .bounds import (
+    RATIO_MAX,
+    Bounds,
+    Knobs,
+    as_dict,
+    bounds_from_dict,
+    knobs_from_dict,
+    unusable_fields,
+)
 from .stepping import same
 from .topology import Ratios
 
@@ -25,8 +34,15 @@ HISTORY_KEEP = 100       # decisions kept per pool
 
 
 def ratios_from_dict(d: Dict[str, Any]) -> Ratios:
-    return Ratios(dirty=float(d['dirty']), dirty_high=float(d['dirty_high']),
-                  full=float(d['full']))
+    """Ratios as stored; a value that is no ratio (NaN, infinite, outside
+    0..1) is refused (ValueError): kept, it made `reset` raise in
+    actuation.plan, and printed NaN into status' JSON."""
+    r = Ratios(dirty=float(d['dirty']), dirty_high=float(d['dirty_high']),
+               full=float(d['full']))
+    for name, v in r.as_dict().items():
+        if not 0.0 <= v <= 1.0:     # NaN fails it too
+            raise ValueError(f'{name} {v} is not a ratio in 0..1')
+    return r
 
 
 @dataclass
@@ -68,7 +84,7 @@ class PoolState:
             knobs=knobs_from_dict(d.get('knobs') or {}),
             baseline=ratios_from_dict(d['baseline']) if d.get('baseline') else None,
             last_applied=ratios_from_dict(d['last_applied']) if d.get('last_applied') else None,
-            last_change_wall=_opt_float(d.get('last_change_wall')),
+            last_change_wall=_opt_wall(d.get('last_change_wall')),
             manual_change=_opt_str(d.get('manual_change')),
             planned=PlannedChange.from_dict(d['planned']) if d.get('planned') else None,
         )
@@ -93,7 +109,7 @@ class PlannedChange:
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> 'PlannedChange':
-        wall = _opt_float(d['wall'])
+        wall = _opt_wall(d['wall'])
         if wall is None:
             raise ValueError('planned change without a time')
         path = tuple(ratios_from_dict(r) for r in d['path'])
@@ -112,13 +128,19 @@ def _set_by_operator(obj: Any) -> Dict[str, float]:
     return {k: v for k, v in as_dict(obj).items() if v != getattr(default, k)}
 
 
-def _opt_float(v: Any) -> Optional[float]:
-    """A stored number or None; anything else is refused (ValueError), not
-    kept to fail later, in a tick's arithmetic."""
+def _opt_wall(v: Any) -> Optional[float]:
+    """A stored wall-clock time or None; anything else is refused
+    (ValueError), not kept to fail later, in a tick's arithmetic or in a
+    command that prints it as a local time (NaN, or a time past what
+    time_t holds, made `tiertune history` raise)."""
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ValueError(f'not a number: {v!r}')
+    try:
+        time.localtime(v)
+    except (OverflowError, OSError, ValueError) as e:
+        raise ValueError(f'not a time: {v!r} ({e})') from None
     return float(v)
 
 
@@ -210,6 +232,20 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
                 problems.append(f'pool {key}: mode {pool_mode!r} unknown; mode warn')
                 value = {**value, 'mode': 'warn'}
             state = PoolState.from_dict(value)
+            unusable = unusable_fields(state.bounds) + unusable_fields(state.knobs)
+            if unusable:
+                # Never a value `set` accepts (NaN, infinite, a bound outside
+                # 0..1): each put back to its default, where it cannot break
+                # status' JSON or refuse every `set` of another key.  The
+                # operator's value is unknown, so the pool acts on none: warn
+                # (off stays off).
+                problems.append(f'pool {key}: {", ".join(f"{k} {v}" for k, v in unusable)} '
+                                f'unusable; default(s) used, mode '
+                                f'{"off" if state.mode == "off" else "warn"}')
+                names = {k for k, _ in unusable}
+                state.bounds = _defaults_for(state.bounds, names)
+                state.knobs = _defaults_for(state.knobs, names)
+                state.mode = 'off' if state.mode == 'off' else 'warn'
             over = [k for k, v in as_dict(state.bounds).items() if RATIO_MAX < v <= 1.0]
             if over:
                 # Accepted by an earlier version; now refused by `set`, and
@@ -227,6 +263,13 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
             except ValueError:
                 pass    # not a pool id: nothing to keep
     return settings, problems
+
+
+def _defaults_for(obj: Any, names: AbstractSet[str]) -> Any:
+    """A Bounds or Knobs with the named fields at their defaults."""
+    default = type(obj)()
+    return dataclasses.replace(obj, **{k: getattr(default, k) for k in names
+                                       if hasattr(default, k)})
 
 
 @dataclass(frozen=True)
@@ -247,7 +290,10 @@ class DecisionRecord:
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> 'DecisionRecord':
-        return cls(time=float(d['time']), pool=str(d['pool']), mode=str(d['mode']),
+        when = _opt_wall(d['time'])
+        if when is None:
+            raise ValueError('decision without a time')
+        return cls(time=when, pool=str(d['pool']), mode=str(d['mode']),
                    old=ratios_from_dict(d['old']), new=ratios_from_dict(d['new']),
                    reason=str(d['reason']), result=str(d['result']))
 

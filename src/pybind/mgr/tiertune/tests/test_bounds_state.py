@@ -239,3 +239,32 @@ def test_bounds_stored_above_the_limit_are_read_at_it_and_said():
     assert b.problem() is None and s.pools[3].mode is None
     assert problems == ['pool 3: bound(s) dirty_high_ratio_max, full_ratio_min, full_ratio_max '
                         'above 0.98 read as 0.98']
+
+
+@pytest.mark.parametrize('field, value', [
+    ('bounds', {'full_ratio_max': math.nan}), ('bounds', {'dirty_ratio_min': -0.5}),
+    ('bounds', {'full_ratio_max': 1.5}), ('knobs', {'horizon_s': math.inf}),
+    ('knobs', {'max_step': math.nan})])
+def test_a_stored_bound_or_knob_no_set_accepts_is_its_default_and_the_pool_warns(field, value):
+    """Corruption (a hand `config-key set`; Python's json reads NaN), not a
+    setting: the field's default, the pool in warn (off stays off), said."""
+    text = json.dumps({'mode': 'on', 'pools': {'3': {'mode': 'on', field: value},
+                                               '4': {'mode': 'off', field: value}}})
+    s, problems = settings_from_store(text)
+    (key,) = value
+    default = {'bounds': Bounds(), 'knobs': Knobs()}[field]
+    for pid, mode in ((3, 'warn'), (4, 'off')):
+        ps = s.pools[pid]
+        assert getattr(getattr(ps, field), key) == getattr(default, key)
+        assert ps.mode == mode and ps.bounds.problem() is None and ps.knobs.problem() is None
+    assert len(problems) == 2 and all(f'{key} ' in p and 'unusable' in p for p in problems)
+
+
+@pytest.mark.parametrize('ratios', [{'dirty': 1.5, 'dirty_high': 0.6, 'full': 0.8},
+                                    {'dirty': 0.4, 'dirty_high': math.nan, 'full': 0.8},
+                                    {'dirty': 0.4, 'dirty_high': 0.6, 'full': -0.1}])
+def test_stored_ratios_that_are_no_ratios_make_the_pool_entry_unreadable(ratios):
+    for where in ('baseline', 'last_applied'):
+        s, problems = settings_from_store(json.dumps({'pools': {'3': {where: ratios}}}))
+        assert s.pools[3].mode == 'warn' and getattr(s.pools[3], where) is None
+        assert len(problems) == 1 and 'not a ratio in 0..1' in problems[0]

@@ -5,6 +5,7 @@ import copy
 import dataclasses
 import errno
 import json
+import math
 import time
 
 import pytest
@@ -1169,6 +1170,85 @@ def test_one_unreadable_pool_entry_leaves_the_others(burst, make_module):
     assert s.pools[79].mode == 'warn' and s.pools[79].planned is None
     assert s.pools[77].bounds == s.pools[pid].bounds.__class__()
     assert '"77"' in m2.get_store('state.unreadable')
+
+
+def _strict_json(text):
+    """json.loads refusing NaN and Infinity, which Python writes and reads
+    but no other JSON parser takes."""
+    def refuse(word):
+        raise ValueError(f'not JSON: {word}')
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_stored_values_no_set_accepts_are_their_defaults_in_warn(burst, make_module):
+    """A NaN or infinite bound or knob, or a bound outside 0..1 (a store
+    edited by hand: Python's json reads NaN), was kept as stored: status'
+    JSON carried NaN, and every `set` of another key on the pool was refused
+    (found by a review helper).  Each goes back to its default, the pool to
+    warn (off stays off), said in the cluster log, the original kept."""
+    recs = burst['samples']
+    m, get = run_ticks(make_module, recs[:2])
+    pool = burst['spec']['cache_pool']
+    (pid,) = m._tiers
+    stored = json.dumps({'mode': 'on', 'pools': {
+        str(pid): {'mode': 'on', 'bounds': {'full_ratio_max': math.nan, 'dirty_ratio_min': 0.2},
+                   'knobs': {'horizon_s': math.inf}},
+        '77': {'mode': 'off', 'bounds': {'full_ratio_min': -1.0}},
+        '78': {'bounds': {'full_ratio_max': 1.5}}}})
+    m.set_store('state', stored)
+    m2 = restart(get)
+    m2.tick(recs[2]['mono'], recs[2]['wall'])
+    s = m2._tuner.settings
+    ps = s.pools[pid]
+    assert (ps.mode, ps.bounds.full_ratio_max, ps.knobs.horizon_s) == ('warn', 0.9, 600.0)
+    assert ps.bounds.dirty_ratio_min == 0.2           # the usable value kept
+    assert (s.pools[77].mode, s.pools[77].bounds.full_ratio_min) == ('off', 0.6)
+    assert (s.pools[78].mode, s.pools[78].bounds.full_ratio_max) == ('warn', 0.9)
+    assert m2.get_store('state.unreadable') == stored
+    assert any('full_ratio_max nan' in line and 'horizon_s inf' in line
+               for line in m2.cluster_log_lines)
+    (row,) = _strict_json(m2._cmd_status(format='json').stdout)['pools']
+    assert row['autotune']['bounds']['full_ratio_max'] == 0.9
+    assert m2._cmd_set(pool, 'max_step', 0.2).retval == 0
+    _strict_json(m2.get_store('state'))
+
+
+@pytest.mark.parametrize('when', ['NaN', '1e20', '"yesterday"'])
+def test_a_stored_decision_at_no_printable_time_is_left_out(burst, make_module, when):
+    """A decision whose time is NaN or past what time_t holds was kept,
+    and `tiertune history` raised printing it (a review helper)."""
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    (pid,) = m._tiers
+    good = {'time': 1.0, 'pool': 'cache', 'mode': 'on', 'reason': 'idle',
+            'result': 'applied', 'old': {'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.8},
+            'new': {'dirty': 0.3, 'dirty_high': 0.6, 'full': 0.8}}
+    bad = json.dumps({**good, 'time': 0.0}).replace('"time": 0.0', f'"time": {when}')
+    m.set_store(f'history/{pid}', '[' + ', '.join([json.dumps(good)] * 2 + [bad]) + ']')
+    m2 = restart(get)
+    m2.tick(burst['samples'][2]['mono'], burst['samples'][2]['wall'])
+    assert len(m2._tuner.history(pid)) == 2
+    r = m2._cmd_history()
+    assert r.retval == 0 and r.stdout.count('1970-01-01') == 2
+    assert len(_strict_json(m2._cmd_history(format='json').stdout)['history']) == 2
+
+
+def test_a_stored_baseline_that_is_no_ratio_leaves_reset_an_answer(burst, make_module):
+    """A baseline outside 0..1 made `reset` raise in actuation (a review
+    helper).  The pool's entry is unreadable: default bounds, warn, no
+    baseline (the original is kept in state.unreadable), and reset says
+    there is none to restore."""
+    m, get = run_ticks(make_module, burst['samples'][:2])
+    pool = burst['spec']['cache_pool']
+    (pid,) = m._tiers
+    m.set_store('state', json.dumps({'mode': 'warn', 'pools': {str(pid): {
+        'mode': 'on', 'baseline': {'dirty': 1.5, 'dirty_high': 0.6, 'full': 0.8}}}}))
+    m2 = restart(get)
+    m2.tick(burst['samples'][2]['mono'], burst['samples'][2]['wall'])
+    ps = m2._tuner.settings.pools[pid]
+    assert ps.mode == 'warn' and ps.baseline is None
+    assert any('dirty 1.5 is not a ratio in 0..1' in line for line in m2.cluster_log_lines)
+    r = m2._cmd_reset(pool)
+    assert r.retval == 0 and 'no baseline' in r.stdout, r
 
 
 def test_an_unreadable_stored_history_is_left_out(burst, make_module):
