@@ -142,8 +142,9 @@ def as_typed(value: float) -> float:
     any decimal typed with fifteen or fewer."""
     v = float(value)
     typed = float(f'{v:.15g}') if math.isfinite(v) else v
-    # The largest floats round up past the largest there is.
-    return typed if math.isfinite(typed) else v
+    # The largest floats round up past the largest there is.  + 0.0: a
+    # typed -0 is 0 (`set ... -0.0` echoed and stored "-0.0").
+    return (typed if math.isfinite(typed) else v) + 0.0
 
 
 def bounds_from_dict(d: Mapping[str, Any]) -> Bounds:

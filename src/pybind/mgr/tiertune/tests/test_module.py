@@ -511,6 +511,9 @@ def test_set_stores_the_decimal_typed_not_the_mgrs_parse_of_it(burst, make_modul
     assert bounds_from_dict({'full_ratio_min': 0.7000000000000001}).full_ratio_min == 0.7
     from tiertune.bounds import as_typed
     assert as_typed(1.7976931348623157e308) == 1.7976931348623157e308     # not inf
+    # A typed -0 is 0, not "-0.0" in the echo and the store (a review helper).
+    assert m._cmd_set(pool, 'dirty_ratio_min', -0.0).stdout == f'{pool}: dirty_ratio_min = 0.0\n'
+    assert '-0.0' not in m.get_store('state')
 
 
 def test_mode_arguments(burst, make_module):
