@@ -37,7 +37,7 @@ HELD_OUT ?= 10
 	bench-tick-instructions bench-mgr-tick-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
 	bench-agent-pacing bench-agent-priority bench-full-spells bench-full-risk bench-warm-start \
-	bench-switch-time \
+	bench-switch-time bench-hit-set-drop bench-fit-cost \
 	bench-evict-rate
 
 check: deps-test lint unit standalone
@@ -165,6 +165,15 @@ bench-warm-start: deps-test
 bench-switch-time: deps-test
 	$(PYTHON) tools/bench/switch_time.py --scenarios scan-pollutes-hot-set,zipf-read-large-working-set \
 		--at 1,10,20,30,40,50,60,90 --seeds 5
+
+# How much of the read scenarios' seed-0 gap is the hit sets a pool set drops (seconds).
+bench-hit-set-drop: deps-test
+	$(PYTHON) tools/bench/hit_set_drop.py --scenario scan-pollutes-hot-set
+	$(PYTHON) tools/bench/hit_set_drop.py --scenario zipf-read-large-working-set
+
+# A model fit from scratch (the first tick's), 120 and 2000 samples, on the stub mgr.
+bench-fit-cost: deps-test
+	$(PYTHON) tools/bench/fit_cost.py --lengths 120,2000 --runs 30
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:
