@@ -658,6 +658,11 @@ class Tuner:
         if ps.baseline is None:
             ps.mode = 'warn'
             eff.save_settings()
+            # A reset clears the baseline: after one, "never changed" read
+            # as if the history beside it were wrong (an operator review).
+            if any(r.mode == 'reset' for r in self.histories.get(pid, ())):
+                return 0, (f'pool {tier.pool}: already reset, and not changed by tiertune '
+                           f'since (no baseline); mode set to warn')
             return 0, (f'pool {tier.pool}: tiertune never changed it (no baseline); '
                        f'mode set to warn')
         baseline = ps.baseline

@@ -178,6 +178,12 @@ def test_reset_restores_baseline_and_goes_to_warn(burst, monkeypatch):
         'cache_target_full_ratio': 0.7}
     assert ps.mode == 'warn' and ps.baseline is None
     assert t.history(pid)[-1].result == 'reset'
+    # A second reset has no baseline: it says the pool was reset, not that
+    # tiertune never changed it (its history says otherwise; an operator review).
+    sent = len(mgr.sets)
+    rc, msg = t.reset(pid, tier, mgr.effects(), 124.0, 1.0)
+    assert rc == 0 and 'already reset' in msg and 'never' not in msg
+    assert len(mgr.sets) == sent
 
 
 def test_a_reset_counts_for_the_rate_limit(burst, monkeypatch):
