@@ -12,7 +12,7 @@ import time
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .bounds import (
     RATIO_MAX,
@@ -232,7 +232,8 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
                 problems.append(f'pool {key}: mode {pool_mode!r} unknown; mode warn')
                 value = {**value, 'mode': 'warn'}
             state = PoolState.from_dict(value)
-            unusable = unusable_fields(state.bounds) + unusable_fields(state.knobs)
+            bad_bounds, bad_knobs = unusable_fields(state.bounds), unusable_fields(state.knobs)
+            unusable = bad_bounds + bad_knobs
             if unusable:
                 # Never a value `set` accepts (NaN, infinite, a bound outside
                 # 0..1): each put back to its default, where it cannot break
@@ -242,9 +243,8 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
                 problems.append(f'pool {key}: {", ".join(f"{k} {v}" for k, v in unusable)} '
                                 f'unusable; default(s) used, mode '
                                 f'{"off" if state.mode == "off" else "warn"}')
-                names = {k for k, _ in unusable}
-                state.bounds = _defaults_for(state.bounds, names)
-                state.knobs = _defaults_for(state.knobs, names)
+                state.bounds = _defaults_for(state.bounds, bad_bounds)
+                state.knobs = _defaults_for(state.knobs, bad_knobs)
                 state.mode = 'off' if state.mode == 'off' else 'warn'
             over = [k for k, v in as_dict(state.bounds).items() if RATIO_MAX < v <= 1.0]
             if over:
@@ -265,11 +265,10 @@ def settings_from_store(text: Optional[str]) -> Tuple[Settings, List[str]]:
     return settings, problems
 
 
-def _defaults_for(obj: Any, names: AbstractSet[str]) -> Any:
-    """A Bounds or Knobs with the named fields at their defaults."""
+def _defaults_for(obj: Any, fields: Sequence[Tuple[str, float]]) -> Any:
+    """A Bounds or Knobs with these (unusable_fields) at their defaults."""
     default = type(obj)()
-    return dataclasses.replace(obj, **{k: getattr(default, k) for k in names
-                                       if hasattr(default, k)})
+    return dataclasses.replace(obj, **{k: getattr(default, k) for k, _ in fields})
 
 
 @dataclass(frozen=True)
