@@ -58,7 +58,7 @@ def fixture_from(raw: Dict[str, Any], how: str) -> Dict[str, Any]:
         entries, problem = sample_store.decode(text, 0.0, raw['wall'], 1e12)
         if problem:
             raise ValueError(f'{key}: {problem}')
-        decoded[int(key.rsplit('/', 1)[1])] = {round(s.wall, 3): s for s, _ in entries}
+        decoded[int(key.rsplit('/', 1)[1])] = {round(s.wall, 3): s for s, *_ in entries}
     # Each pool's samples were saved at a different tick: the ticks all have.
     walls = sorted(set.intersection(*(set(d) for d in decoded.values())))
     if len(walls) < 2:

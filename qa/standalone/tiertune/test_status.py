@@ -335,6 +335,46 @@ def test_stats_an_osd_reports_late_to_a_new_mgr_are_not_read_as_a_burst(cluster)
     assert inflow['long_bps'] < missing / (20 * TICK_S), (inflow, missing)
 
 
+def test_a_burst_the_old_mgr_did_not_save_is_not_read_as_io_now_after_a_failover(cluster):
+    """Samples saved while the cache is idle, then a burst the old mgr does
+    not save (samples_save_interval), then a failover: the interval from
+    the newest stored sample to the new mgr's first is not measured, so the
+    new mgr does not take that burst's average for the pool's writes now
+    (before, its models read a burst for a tick, and its inflow stayed out
+    of idle for IDLE_AFTER_S, 20 s, with predictions and health checks
+    following)."""
+    def idle_row(r):
+        m = r['model']
+        return m is not None and m['fitted'] and m['inflow']['state'] == 'idle'
+
+    cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/samples_save_interval', '0')
+    try:
+        wait_row(cluster, 'an idle cache', idle_row, timeout=180)
+        time.sleep(2 * TICK_S)                  # its samples saved
+        cluster.ceph('config', 'set', 'mgr', 'mgr/tiertune/samples_save_interval', '86400')
+        time.sleep(2 * TICK_S)
+        burst = subprocess.run([str(WORKUNITS / 'overwrite_burst.sh'), cluster.spec.base_pool,
+                                '48', str(1 << 20), '16', 'unsaved-burst-test'],
+                               env=cluster.env, capture_output=True, text=True, timeout=600)
+        assert burst.returncode == 0, burst.stderr
+        # The old mgr sees the burst, and then the cache idle again.
+        wait_row(cluster, 'the burst seen', lambda r: r['model'] is not None
+                 and r['model']['inflow']['state'] != 'idle', timeout=60)
+        wait_row(cluster, 'the cache idle after the burst', idle_row, timeout=180)
+        fail_over(cluster)
+        n = cache_row(cluster)['samples']
+        rows, deadline = [], time.monotonic() + 30
+        while time.monotonic() < deadline:      # longer than IDLE_AFTER_S
+            rows.append(cache_row(cluster))
+            time.sleep(0.5)
+    finally:
+        cluster.ceph('config', 'rm', 'mgr', 'mgr/tiertune/samples_save_interval')
+    fitted = [r for r in rows if r['model'] is not None and r['model']['fitted']]
+    assert fitted and rows[-1]['samples'] >= n + 5, rows[-1]
+    assert all(idle_row(r) for r in fitted), [r['model']['inflow'] for r in fitted]
+    assert all(r['model']['predictions']['time_to_full_s'] is None for r in fitted)
+
+
 def test_the_promote_throttle_set_for_the_cache_osds_class_is_used(cluster):
     """The throttle as the mon's config database gives it to the cache
     pool's OSDs (the first OSD of its CRUSH rule, a fast one here): a value

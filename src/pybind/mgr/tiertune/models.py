@@ -114,7 +114,8 @@ def _jsonable(v: Any) -> Any:
 
 # --- the model --------------------------------------------------------------
 
-def _why_not(tier: CacheTier, samples: int, window_s: float) -> Optional[str]:
+def _why_not(tier: CacheTier, samples: int, window_s: float,
+             not_current: Optional[str]) -> Optional[str]:
     reasons = []
     if not tier.has_target:
         reasons.append('no target_max_bytes/objects: the agent never flushes or evicts')
@@ -122,20 +123,27 @@ def _why_not(tier: CacheTier, samples: int, window_s: float) -> Optional[str]:
         reasons.append(f'{_count(samples, "sample")} with rates, need {FIT_MIN_SAMPLES}')
     if window_s < FIT_MIN_WINDOW_S:
         reasons.append(f'history spans {window_s:.0f} s, need {FIT_MIN_WINDOW_S:.0f} s')
+    if not_current is not None:
+        # The estimates would describe the pool as it was at the newest
+        # measured interval, as if now (see PoolHistory.not_current): a
+        # tick's wait for a measured one.
+        reasons.append(not_current)
     return '; '.join(reasons) if reasons else None
 
 
 def fit(history: Sequence[HistoryEntry], tier: CacheTier,
         limits: PromoteLimits = DEFAULT_LIMITS,
-        cache: Optional[SeriesCache] = None) -> PoolModel:
+        cache: Optional[SeriesCache] = None, not_current: Optional[str] = None
+        ) -> PoolModel:
     """The pool's model from its history (oldest first).  Never raises on a
     short or empty history: what cannot be estimated is None, and fitted
     says whether the whole is worth acting on.  With a cache (one per pool,
     given the same pool's history every call) the arrays are kept across
     calls instead of rebuilt; the model is the same (on a CPU with
     AVX-512, numpy's sums over the kept arrays can differ from a rebuild's
-    in the last bit or two: FLOAT_REL_TOL in tests/conftest.py)."""
-    return fit_pools([FitJob(history, tier, limits, cache)])[0]
+    in the last bit or two: FLOAT_REL_TOL in tests/conftest.py).
+    not_current: see FitJob."""
+    return fit_pools([FitJob(history, tier, limits, cache, not_current)])[0]
 
 
 class FitJob(NamedTuple):
@@ -144,6 +152,9 @@ class FitJob(NamedTuple):
     tier: CacheTier
     limits: PromoteLimits = DEFAULT_LIMITS
     cache: Optional[SeriesCache] = None
+    # Why the newest measured interval is not the pool's now (rates.
+    # PoolHistory.not_current): the model is then not fitted.
+    not_current: Optional[str] = None
 
 
 def fit_pools(jobs: Sequence[FitJob]) -> List[PoolModel]:
@@ -238,7 +249,7 @@ class _PoolFit:
         """The pool's model, its promote gate PROMOTE_PENDING."""
         history, s = self.job.history, self.s
         window_s = float(history[-1].sample.mono - history[0].sample.mono) if history else 0.0
-        why_not = _why_not(self.job.tier, len(s), window_s)
+        why_not = _why_not(self.job.tier, len(s), window_s, self.job.not_current)
         return PoolModel(
             fitted=why_not is None, why_not=why_not, samples=len(s), window_s=window_s,
             inflow=self.inflow, flush=self.flush, evict=self.evict, hits=self.hits,

@@ -241,7 +241,7 @@ class Module(Commands, MgrModule):
                 self.log.warning('pool %d: stored samples not used: %s', pid, problem)
                 continue
             if entries:
-                kept = self._book.restore(pid, entries)
+                kept = self._book.restore(pid, entries, gap_follows=True)
                 self._samples_saved[pid] = mono
                 self.log.info('pool %d: %d samples restored from the store', pid, kept)
 

@@ -142,9 +142,19 @@ def _dipped(prev: PoolSample, cur: PoolSample) -> bool:
             or c.num_write_kb < p.num_write_kb)
 
 
+# A stored sample: the sample, its dirty bytes, and whether the interval
+# into it was measured (see PoolHistory.add).
+StoredSample = Tuple[PoolSample, int, bool]
+
+
 class PoolHistory:
     def __init__(self, size: int) -> None:
         self.entries: Deque[HistoryEntry] = deque(maxlen=max(size, 2))
+        # Set by HistoryBook.restore(gap_follows=True): the samples came from
+        # the store, and this process has not kept one of its own since.
+        # Its first is not measured from the newest stored one (see
+        # not_current).
+        self.restored_gap = False
         # When (mono) counters first came in lower than the newest entry's,
         # while they still do (see DIP_CONFIRM_S).
         self._dip_since: Optional[float] = None
@@ -153,9 +163,10 @@ class PoolHistory:
         self._base_dip_since: Optional[float] = None
         self._base_ref: Optional[PoolSample] = None
 
-    def add(self, sample: PoolSample, dirty_bytes: int) -> HistoryEntry:
+    def add(self, sample: PoolSample, dirty_bytes: int, measured: bool = True) -> HistoryEntry:
         """Add a sample; returns its entry, or the newest entry when the
-        sample is not kept (a duplicate, or a partial report)."""
+        sample is not kept (a duplicate, or a partial report).  measured
+        False: no rate into it (the interval before it is unknown)."""
         rates = None
         if self.entries:
             last = self.entries[-1]
@@ -170,8 +181,20 @@ class PoolHistory:
                     return last     # partial: the next rate is measured from last
             self._dip_since = None
             sample = self._without_dipped_base(sample)
+            if self.restored_gap:
+                # The first sample of this process after samples restored
+                # from the store: the interval since the newest of them
+                # spans the failover and the time since the last save (up
+                # to samples_save_interval).  Its rates would be that
+                # stretch's averages, read as the pool's IO now: after a
+                # burst the old mgr had not saved, an idle cache read as
+                # one filling (a "predicted full in 79 s" on the demo
+                # cluster, health raised for a few ticks, and one change in
+                # `on`).  What happened in it is not known: not measured.
+                measured = self.restored_gap = False
             # Across a reset, None.
-            rates = derive_rates(last.sample, sample, last.dirty_bytes, dirty_bytes)
+            rates = (derive_rates(last.sample, sample, last.dirty_bytes, dirty_bytes)
+                     if measured else None)
         entry = HistoryEntry(sample=sample, dirty_bytes=dirty_bytes, rates=rates)
         self.entries.append(entry)
         if sample.base is not None:
@@ -200,6 +223,18 @@ class PoolHistory:
             return dataclasses.replace(sample, base=None)
         self._base_dip_since = None
         return sample
+
+    def not_current(self) -> Optional[str]:
+        """Why the newest measured interval does not describe the pool now,
+        or None.  The estimates weight the intervals by their age from the
+        newest one they have: with the newest sample unmeasured, or only
+        stored samples, that one is older than the pool's state (a stored
+        one by up to samples_save_interval and the failover)."""
+        if self.restored_gap:
+            return 'samples restored from the store, none taken by this mgr yet'
+        if len(self.entries) > 1 and self.entries[-1].rates is None:
+            return 'the newest interval is not measured (samples restored, or counters reset)'
+        return None
 
     def resize(self, size: int) -> None:
         self.entries = deque(self.entries, maxlen=max(size, 2))
@@ -250,16 +285,23 @@ class HistoryBook:
     def get(self, pool_id: int) -> Optional[PoolHistory]:
         return self.pools.get(pool_id)
 
-    def restore(self, pool_id: int, entries: Iterable[Tuple[PoolSample, int]]) -> int:
-        """A pool's history from (sample, dirty bytes) pairs, oldest first
-        (sample_store.decode): rates are derived again as they are added.
-        Replaces what the book had for the pool.  Returns how many it kept."""
+    def restore(self, pool_id: int, entries: Iterable[StoredSample],
+                gap_follows: bool = False) -> int:
+        """A pool's history from stored samples, oldest first
+        (sample_store.decode): rates are derived again as they are added,
+        but into those not measured then.  Replaces what the book had for
+        the pool.  gap_follows: the samples come from the store (a mgr
+        restart or failover), so the first one recorded next is not
+        measured from them (see PoolHistory.add).  Returns how many it kept."""
         hist = self.pools[pool_id] = PoolHistory(self.size)
-        for sample, dirty in entries:
-            hist.add(sample, dirty)
+        for sample, dirty, measured in entries:
+            hist.add(sample, dirty, measured)
+        hist.restored_gap = gap_follows and bool(hist.entries)
         return len(hist)
 
-    def saved_entries(self, pool_id: int) -> List[Tuple[PoolSample, int]]:
-        """What restore takes back: the pool's (sample, dirty bytes), oldest first."""
+    def saved_entries(self, pool_id: int) -> List[StoredSample]:
+        """What restore takes back: the pool's samples, oldest first."""
         hist = self.pools.get(pool_id)
-        return [(e.sample, e.dirty_bytes) for e in hist.entries] if hist else []
+        if not hist:
+            return []
+        return [(e.sample, e.dirty_bytes, e.rates is not None) for e in hist.entries]

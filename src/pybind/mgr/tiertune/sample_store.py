@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 # runtime one.  unused-ignore keeps this line clean wherever numpy is found.
 import numpy as np  # type: ignore[import-not-found, unused-ignore]
 
+from .rates import StoredSample
 from .sampling import COUNTER_NAMES, PoolCounters, PoolSample
 
 FORMAT_VERSION = 1
@@ -45,18 +46,19 @@ _WALL_SCALE = 1000.0
 _HEAD = ('wall_ms', 'num_pg', 'dirty_bytes', 'has_base')
 # Columns a text may lack (written before they were added): acting read as
 # 0, base.id as not known (-1), mono_ms as not there (samples placed by
-# their wall time alone).
-_LATER = ('acting', 'base.acting', 'base.id', 'mono_ms')
+# their wall time alone), unmeasured as 0 (the interval into the sample
+# measured: its rates derived again).
+_LATER = ('acting', 'base.acting', 'base.id', 'mono_ms', 'unmeasured')
 COLUMNS = (*_HEAD, *_LATER, *COUNTER_NAMES, *(f'base.{n}' for n in COUNTER_NAMES))
 _ZEROS = (0,) * len(COUNTER_NAMES)
 _get_counters = operator.attrgetter(*COUNTER_NAMES)
 
 
-def _row(sample: PoolSample, dirty: int) -> Tuple[int, ...]:
+def _row(sample: PoolSample, dirty: int, measured: bool = True) -> Tuple[int, ...]:
     base = _get_counters(sample.base) if sample.base is not None else _ZEROS
     return (round(sample.wall * _WALL_SCALE), sample.num_pg, int(dirty),
             int(sample.base is not None), sample.acting, sample.base_acting,
-            sample.base_pool_id, round(sample.mono * _WALL_SCALE),
+            sample.base_pool_id, round(sample.mono * _WALL_SCALE), int(not measured),
             *_get_counters(sample.counters), *base)
 
 
@@ -89,10 +91,11 @@ def stored_overlay(text: Optional[str]) -> Optional[bool]:
     return v if isinstance(v, bool) else None
 
 
-def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_BYTES,
+def encode(entries: Sequence[StoredSample], max_bytes: int = MAX_TEXT_BYTES,
            cache: Optional[RowCache] = None, overlay: Optional[bool] = None) -> str:
-    """(sample, dirty bytes) pairs, oldest first, as the store's text: the
-    newest of them that fit in max_bytes (at least the newest one).
+    """Stored samples (rates.HistoryBook.saved_entries), oldest first, as
+    the store's text: the newest of them that fit in max_bytes (at least
+    the newest one).
 
     cache: the pool's rows as bytes from the call before, updated in place
     (rows of samples no longer given are dropped).  Turning Python ints
@@ -103,9 +106,9 @@ def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_
     old = cache if cache is not None else {}
     # struct packs a row of Python ints at half the cost of numpy's
     # conversion of the same rows (the same int64 little-endian bytes).
-    rows = [old.get(s.mono) or _pack_row(*_row(s, d)) for s, d in entries]
+    rows = [old.get(s.mono) or _pack_row(*_row(s, d, m)) for s, d, m in entries]
     if cache is not None:
-        kept = {s.mono: row for (s, _), row in zip(entries, rows)}
+        kept = {s.mono: row for (s, _, _), row in zip(entries, rows)}
         cache.clear()
         cache.update(kept)
     text = _encode(rows, pool, overlay)
@@ -118,7 +121,7 @@ def encode(entries: Sequence[Tuple[PoolSample, int]], max_bytes: int = MAX_TEXT_
 
 
 def decode(text: Optional[str], now_mono: float, now_wall: float,
-           max_age_s: float) -> Tuple[List[Tuple[PoolSample, int]], Optional[str]]:
+           max_age_s: float) -> Tuple[List[StoredSample], Optional[str]]:
     """The stored samples on this process's monotonic clock, oldest first,
     and None; or [] and why the text was not used.  The newest sample is
     placed by its wall time (the monotonic clock of the mgr that took it is
@@ -160,8 +163,9 @@ def decode(text: Optional[str], now_mono: float, now_wall: float,
     acting, base_acting = col.get('acting', zero).tolist(), col.get('base.acting', zero).tolist()
     base_ids = col['base.id'].tolist() if 'base.id' in col else [-1] * n
     dirty, has_base = col['dirty_bytes'].tolist(), col['has_base'].tolist()
+    unmeasured = col.get('unmeasured', zero).tolist()
     ages = _ages(walls, col['mono_ms'].tolist() if 'mono_ms' in col else None, now_wall)
-    out: List[Tuple[PoolSample, int]] = []
+    out: List[StoredSample] = []
     for i in range(n):
         age = ages[i]
         if age > max_age_s or age < 0:
@@ -171,7 +175,7 @@ def decode(text: Optional[str], now_mono: float, now_wall: float,
                                base=PoolCounters(*base[i]) if has_base[i] else None,
                                acting=acting[i], base_acting=base_acting[i],
                                base_pool_id=base_ids[i]),
-                    dirty[i]))
+                    dirty[i], not unmeasured[i]))
     return out, None
 
 

@@ -462,7 +462,8 @@ class Tuner:
         cache = self.series.get(pid)
         if cache is None:
             cache = self.series[pid] = models.SeriesCache()
-        return models.FitJob(entries, tier, limits.get(pid, models.DEFAULT_LIMITS), cache)
+        return models.FitJob(entries, tier, limits.get(pid, models.DEFAULT_LIMITS), cache,
+                             hist.not_current() if hist else None)
 
     def _notice_manual_change(self, pid: int, tier: CacheTier, eff: Effects,
                               mono: float, wall: float) -> None:

@@ -955,16 +955,81 @@ def test_samples_and_so_the_model_survive_a_restart(burst, make_module):
     m2._load(mono=3.0, wall=recs[-1]['wall'] + 40.0)
     (after,) = json.loads(m2._cmd_status(format='json').stdout)['pools']
     assert after['samples'] == before['samples']
-    # its first tick fits on that history, which now spans the 60 s a fit
-    # needs (53 s recorded + 40 s; a fresh one would have one sample), and
-    # remembers the burst the old mgr saw
+    # its first sample is not measured from the stored ones (the interval
+    # spans the failover): that tick the model waits
     m2.tick(mono=3.0, wall=recs[-1]['wall'] + 40.0)
+    (first,) = json.loads(m2._cmd_status(format='json').stdout)['pools']
+    assert first['samples'] == before['samples'] + 1
+    assert not first['model']['fitted']
+    assert 'not measured' in first['model']['why_not']
+    # its second fits on that history, which now spans the 60 s a fit
+    # needs (53 s recorded + 70 s; a fresh one would have two samples),
+    # and remembers the burst the old mgr saw
+    m2.tick(mono=33.0, wall=recs[-1]['wall'] + 70.0)
     (ticked,) = json.loads(m2._cmd_status(format='json').stdout)['pools']
-    assert ticked['samples'] == before['samples'] + 1
-    assert ticked['model']['fitted']
+    assert ticked['samples'] == before['samples'] + 2
+    assert ticked['model']['fitted'], ticked['model']['why_not']
     b, a = before['model']['inflow'], ticked['model']['inflow']
     assert (a['bursts_seen'], a['burst_bytes'], a['burst_seconds']) == \
         (b['bursts_seen'], b['burst_bytes'], b['burst_seconds'])
+
+
+def test_a_burst_after_the_last_save_is_not_read_across_a_failover_as_io_now(burst,
+                                                                             make_module):
+    """The old mgr saved its samples of an idle cache, then a burst filled
+    it (not saved: samples_save_interval), then the mgr failed.  The new
+    mgr's first sample is not measured from the stored ones: the interval
+    spans the gap, and its average would read as the pool filling now (a
+    "predicted full" and TIERTUNE_CACHE_FULL_RISK on an idle cache, seen on
+    the demo cluster)."""
+    recs = burst['samples']
+    idle, after = recs[0]['inputs'], recs[-1]['inputs']
+    m, get = make_module(idle)
+    m.samples_save_interval = 0
+    wall0 = recs[0]['wall']
+    for k in range(10):                       # five idle minutes, each tick saved
+        m.tick(30.0 * k, wall0 + 30.0 * k)
+    (pid,) = m._tiers
+    assert m._tuner.views[pid].fitted
+    get.inputs = after                        # the burst, and the mgr fails
+    m2 = restart(get)
+    wall = wall0 + 270.0 + 40.0
+    m2._load(mono=5.0, wall=wall)
+    m2.tick(mono=5.0, wall=wall)
+    view = m2._tuner.views[pid]
+    assert not view.fitted and 'not measured' in (view.model.why_not or '')
+    # Before: "predicted full in 43 s", a 252 MiB write surge, both checks
+    # raised for as long as they hold.
+    raised_for_the_gap = {'TIERTUNE_CACHE_FULL_RISK', 'TIERTUNE_BOUNDS_BLOCK'}
+    assert not raised_for_the_gap & set(m2.health)
+    for k in range(1, 4):                     # the cache idle since
+        m2.tick(mono=5.0 + 30.0 * k, wall=wall + 30.0 * k)
+        view = m2._tuner.views[pid]
+        assert view.fitted, view.model.why_not
+        assert view.predictions.time_to_full_s is None
+        assert view.model.inflow.state == 'idle' and view.model.inflow.short_bps == 0.0
+        assert not raised_for_the_gap & set(m2.health)
+
+
+def test_an_unmeasured_interval_stays_unmeasured_over_a_second_failover(burst, make_module):
+    recs = burst['samples']
+    m, get = run_ticks_saving_every_tick(make_module, recs[:8])
+    (pid,) = m._tiers
+    m2 = restart(get)
+    wall = recs[7]['wall'] + 40.0
+    m2._load(mono=5.0, wall=wall)
+    m2.samples_save_interval = 0
+    for k, rec in enumerate(recs[8:]):
+        get.inputs = rec['inputs']
+        m2.tick(mono=5.0 + 3.0 * k, wall=wall + 3.0 * k)
+    gap = m2._book.get(pid).entries[8]
+    assert gap.rates is None
+    m3 = restart(get)
+    m3._load(mono=100.0, wall=wall + 60.0)
+    again = m3._book.get(pid).entries
+    assert len(again) == len(recs)
+    assert again[8].rates is None and again[9].rates is not None
+    assert m3._book.get(pid).not_current() is not None     # until its own first sample
 
 
 def test_samples_from_before_an_overlay_change_during_a_failover_are_dropped(burst,

@@ -33,6 +33,33 @@ def test_first_sample_has_no_rates(burst):
     assert h.latest_rates() is None
 
 
+def test_the_first_sample_after_samples_restored_is_not_measured_from_them(burst):
+    _, samples = real_samples(burst)
+    book = HistoryBook(100)
+    for s in samples[:3]:
+        book.record({7: s}, {7: 0}, [7])
+    stored = book.saved_entries(7)
+    assert [m for _, _, m in stored] == [False, True, True]
+    book.restore(7, stored, gap_follows=True)
+    hist = book.get(7)
+    assert [e.rates is not None for e in hist.entries] == [False, True, True]
+    assert 'restored' in (hist.not_current() or '')
+    # this mgr's first samples: a partial report (counters down) is held
+    # back as ever, and the pool stays not current meanwhile
+    partial = dataclasses.replace(samples[-1], counters=PoolCounters())
+    assert book.get(7).add(partial, 0) is hist.entries[-1]
+    assert 'restored' in (hist.not_current() or '')
+    first = hist.add(samples[-1], 0)
+    assert first.rates is None
+    assert 'not measured' in (hist.not_current() or '')
+    after = dataclasses.replace(samples[-1], mono=samples[-1].mono + 30.0)
+    assert hist.add(after, 0).rates is not None and hist.not_current() is None
+    # a history copied without gap_follows goes on measuring
+    book.restore(8, stored)
+    copy = book.get(8)
+    assert copy.not_current() is None and copy.add(samples[-1], 0).rates is not None
+
+
 def test_rates_over_a_real_burst(burst):
     tier, samples = real_samples(burst)
     h = PoolHistory(100)

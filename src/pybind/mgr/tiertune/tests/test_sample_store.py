@@ -26,7 +26,7 @@ def sample(i: int, base: bool = True, mono0: float = 5000.0, wall0: float = 1.8e
 
 
 def entries(n: int, **kw):
-    return [(sample(i, base=i % 3 != 0, **kw), i << 22) for i in range(n)]
+    return [(sample(i, base=i % 3 != 0, **kw), i << 22, True) for i in range(n)]
 
 
 def test_what_is_saved_comes_back_on_the_new_clock():
@@ -36,8 +36,8 @@ def test_what_is_saved_comes_back_on_the_new_clock():
     back, problem = sample_store.decode(sample_store.encode(saved), now_mono=12.0,
                                         now_wall=now_wall, max_age_s=3600)
     assert problem is None and len(back) == 10
-    for (s0, d0), (s1, d1) in zip(saved, back, strict=True):
-        assert d1 == d0
+    for (s0, d0, m0), (s1, d1, m1) in zip(saved, back, strict=True):
+        assert d1 == d0 and m1 == m0
         assert s1.counters == s0.counters and s1.base == s0.base and s1.num_pg == s0.num_pg
         assert (s1.acting, s1.base_acting) == (s0.acting, s0.base_acting)
         assert s1.pool_id == 7 and s1.wall == pytest.approx(s0.wall, abs=1e-3)
@@ -48,7 +48,7 @@ def test_what_is_saved_comes_back_on_the_new_clock():
 def test_rates_over_the_restored_history_are_the_ones_before():
     saved = entries(10)
     before = HistoryBook(120)
-    for s, d in saved:
+    for s, d, _ in saved:
         before.record({7: s}, {7: d}, [7])
     after = HistoryBook(120)
     back, _ = sample_store.decode(sample_store.encode(before.saved_entries(7)), 0.0,
@@ -69,7 +69,7 @@ def test_samples_older_than_the_window_or_from_the_future_are_left_out():
     saved = entries(10)
     last = saved[-1][0].wall
     back, _ = sample_store.decode(sample_store.encode(saved), 0.0, last + 10, max_age_s=100)
-    assert [s.wall for s, _ in back] == [s.wall for s, _ in saved if last + 10 - s.wall <= 100]
+    assert [s.wall for s, *_ in back] == [s.wall for s, *_ in saved if last + 10 - s.wall <= 100]
     # a wall clock stepped back before the newest sample: that sample is not "now"
     back, _ = sample_store.decode(sample_store.encode(saved), 0.0, last - 45, 3600)
     assert len(back) == 8
@@ -83,7 +83,7 @@ def test_a_long_history_is_cut_to_its_newest_samples_under_the_size_limit():
     back, _ = sample_store.decode(text, 0.0, saved[-1][0].wall, 1e9)
     assert 10 < len(back) < 3000
     assert back[-1][0].counters == saved[-1][0].counters     # the newest kept
-    walls = [s.wall for s, _ in back]
+    walls = [s.wall for s, *_ in back]
     assert walls == sorted(walls)
 
 
@@ -108,7 +108,7 @@ def test_a_text_that_is_not_ours_gives_nothing_and_says_why(text, words):
 
 
 def test_a_table_that_does_not_match_its_row_count_is_refused():
-    rows = [sample_store._row(s, d) for s, d in entries(4)]
+    rows = [sample_store._row(s, d) for s, d, _ in entries(4)]
     back, problem = sample_store.decode(table_text(rows, sample_store.COLUMNS, n=5), 0.0,
                                         1.8e9 + 200, 3600)
     assert back == [] and problem is not None and 'for 5 rows' in problem
@@ -118,15 +118,15 @@ def test_a_table_that_does_not_match_its_row_count_is_refused():
 
 
 def test_a_counter_the_text_lacks_counts_as_zero_and_one_it_adds_is_ignored():
-    saved = [(replace(s, base=None), d) for s, d in entries(3)]
+    saved = [(replace(s, base=None), d, m) for s, d, m in entries(3)]
     cols = list(sample_store.COLUMNS)
     drop = cols.index('num_promote')
-    rows = [[*r[:drop], *r[drop + 1:], 99] for r in (sample_store._row(s, d) for s, d in saved)]
+    rows = [[*r[:drop], *r[drop + 1:], 99] for r in (sample_store._row(s, d) for s, d, _ in saved)]
     text = table_text(rows, [*cols[:drop], *cols[drop + 1:], 'num_from_the_future'])
     back, problem = sample_store.decode(text, 0.0, 1.8e9 + 100, 3600)
-    assert problem is None and [s.counters.num_promote for s, _ in back] == [0, 0, 0]
-    assert [s.counters.num_write for s, _ in back] == [s.counters.num_write for s, _ in saved]
-    assert all(s.base is None for s, _ in back)
+    assert problem is None and [s.counters.num_promote for s, *_ in back] == [0, 0, 0]
+    assert [s.counters.num_write for s, *_ in back] == [s.counters.num_write for s, *_ in saved]
+    assert all(s.base is None for s, *_ in back)
 
 
 def test_a_text_written_before_acting_was_stored_reads_it_as_zero():
@@ -135,10 +135,10 @@ def test_a_text_written_before_acting_was_stored_reads_it_as_zero():
     saved = entries(3)
     cols = [c for c in sample_store.COLUMNS if c not in ('acting', 'base.acting')]
     rows = [[v for c, v in zip(sample_store.COLUMNS, sample_store._row(s, d), strict=True)
-             if c in cols] for s, d in saved]
+             if c in cols] for s, d, _ in saved]
     back, problem = sample_store.decode(table_text(rows, cols), 0.0, 1.8e9 + 100, 3600)
-    assert problem is None and [(s.acting, s.base_acting) for s, _ in back] == [(0, 0)] * 3
-    assert [s.counters for s, _ in back] == [s.counters for s, _ in saved]
+    assert problem is None and [(s.acting, s.base_acting) for s, *_ in back] == [(0, 0)] * 3
+    assert [s.counters for s, *_ in back] == [s.counters for s, *_ in saved]
 
 
 def test_nothing_stored_is_nothing_restored():
@@ -154,7 +154,7 @@ def test_rows_cached_from_the_last_save_give_the_same_text():
     assert len(cache) == 20
     # ten samples later, the oldest ten gone: the same text as without a cache
     assert sample_store.encode(saved[10:], cache=cache) == sample_store.encode(saved[10:])
-    assert sorted(cache) == sorted(s.mono for s, _ in saved[10:])
+    assert sorted(cache) == sorted(s.mono for s, *_ in saved[10:])
 
 
 def test_the_overlay_the_samples_were_taken_under_is_kept_beside_them():
@@ -170,8 +170,8 @@ def test_a_wall_clock_stepped_on_the_mgr_that_took_them_does_not_change_the_inte
     is placed by its wall time."""
     saved = entries(10)
     # the old mgr's wall clock stepped back 25 s after the fifth sample
-    saved = [(replace(s, wall=s.wall - (25.0 if i >= 5 else 0.0)), d)
-             for i, (s, d) in enumerate(saved)]
+    saved = [(replace(s, wall=s.wall - (25.0 if i >= 5 else 0.0)), d, m)
+             for i, (s, d, m) in enumerate(saved)]
     now_wall = saved[-1][0].wall + 60.0
     back, problem = sample_store.decode(sample_store.encode(saved), 100.0, now_wall, 3600)
     assert problem is None and len(back) == 10
@@ -185,14 +185,14 @@ def test_a_wall_clock_stepped_on_the_mgr_that_took_them_does_not_change_the_inte
 
 
 def test_the_base_pool_id_comes_back_and_an_old_text_reads_it_as_not_known():
-    saved = [(replace(s, base_pool_id=4 if s.base is not None else -1), d)
-             for s, d in entries(4)]
+    saved = [(replace(s, base_pool_id=4 if s.base is not None else -1), d, m)
+             for s, d, m in entries(4)]
     back, _ = sample_store.decode(sample_store.encode(saved), 0.0, 1.8e9 + 200, 3600)
-    assert [s.base_pool_id for s, _ in back] == [-1, 4, 4, -1]
+    assert [s.base_pool_id for s, *_ in back] == [-1, 4, 4, -1]
     # written before base.id and mono_ms were kept: placed by wall time
     cols = [c for c in sample_store.COLUMNS if c not in ('base.id', 'mono_ms')]
     rows = [[v for c, v in zip(sample_store.COLUMNS, sample_store._row(s, d), strict=True)
-             if c in cols] for s, d in saved]
+             if c in cols] for s, d, _ in saved]
     back, problem = sample_store.decode(table_text(rows, cols), 0.0, 1.8e9 + 200, 3600)
-    assert problem is None and [s.base_pool_id for s, _ in back] == [-1] * 4
-    assert [s.mono for s, _ in back] == pytest.approx([-200.0, -170.0, -140.0, -110.0])
+    assert problem is None and [s.base_pool_id for s, *_ in back] == [-1] * 4
+    assert [s.mono for s, *_ in back] == pytest.approx([-200.0, -170.0, -140.0, -110.0])

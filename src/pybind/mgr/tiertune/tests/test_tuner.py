@@ -337,7 +337,8 @@ def test_a_view_read_ticks_later_has_the_model_fit_gave(burst):
         book.record(s, {p: agent_levels(tiers[p], x.counters).dirty_bytes
                         for p, x in s.items()}, tiers)
         t.step(tiers, book, [], {}, 3.0, mgr.effects(), mono, wall)
-        eager = models.fit(list(book.get(pid).entries), tiers[pid])
+        hist = book.get(pid)
+        eager = models.fit(list(hist.entries), tiers[pid], not_current=hist.not_current())
         view = t.views[pid]
         same_value(view.predictions, eager.predictions)    # read without the gate
         kept.append((view, eager))
