@@ -398,7 +398,8 @@ class Tuner:
         entries: Sequence[HistoryEntry] = hist.entries if hist else ()
         # A fit of its own from the whole history (no SeriesCache: the
         # tick's views of the pool's arrays stay valid).
-        model = models.fit(entries, tier, limits.get(pid, models.DEFAULT_LIMITS))
+        model = models.fit(entries, tier, limits.get(pid, models.DEFAULT_LIMITS),
+                           not_current=hist.not_current() if hist else None)
         levels = agent_levels(tier, entries[-1].sample.counters) if entries else None
         inp = self._controller_input(pid, tier, model, levels, entries, flags,
                                      sleep_interval, mono, wall)

@@ -975,7 +975,8 @@ def test_samples_and_so_the_model_survive_a_restart(burst, make_module):
 
 
 def test_a_burst_after_the_last_save_is_not_read_across_a_failover_as_io_now(burst,
-                                                                             make_module):
+                                                                             make_module,
+                                                                             monkeypatch):
     """The old mgr saved its samples of an idle cache, then a burst filled
     it (not saved: samples_save_interval), then the mgr failed.  The new
     mgr's first sample is not measured from the stored ones: the interval
@@ -998,6 +999,12 @@ def test_a_burst_after_the_last_save_is_not_read_across_a_failover_as_io_now(bur
     m2.tick(mono=5.0, wall=wall)
     view = m2._tuner.views[pid]
     assert not view.fitted and 'not measured' in (view.model.why_not or '')
+    # eval, at that tick's moment, decides on the same model
+    monkeypatch.setattr(time, 'monotonic', lambda: 5.0)
+    monkeypatch.setattr(time, 'time', lambda: wall)
+    out = json.loads(m2._cmd_eval(burst['spec']['cache_pool'], format='json').stdout)
+    assert out['model'] == json.loads(json.dumps(view.model.as_dict()))
+    monkeypatch.undo()
     # Before: "predicted full in 43 s", a 252 MiB write surge, both checks
     # raised for as long as they hold.
     raised_for_the_gap = {'TIERTUNE_CACHE_FULL_RISK', 'TIERTUNE_BOUNDS_BLOCK'}
