@@ -161,9 +161,12 @@ class Module(Commands, MgrModule):
                 self.log.warning('%s %s is outside its bounds: using %d', name, value, held)
             changed = changed or held != getattr(self, name)
             setattr(self, name, held)
-        with self._lock:
-            if self._book.size != int(self.history_size):
-                self._book.resize(int(self.history_size))
+        # The lock only for a resize: a reset holds it over its mon
+        # commands, and every config change of the cluster calls this.
+        if self._book.size != int(self.history_size):
+            with self._lock:
+                if self._book.size != int(self.history_size):
+                    self._book.resize(int(self.history_size))
         return changed
 
     def _ensure_loaded(self) -> None:
@@ -301,10 +304,12 @@ class Module(Commands, MgrModule):
         self.cluster_log('audit', self.ClusterLogPrio.INFO, msg)
 
     def _effects(self) -> Effects:
-        """A command's: it writes the store as it goes, under the lock."""
+        """A command's: it writes the store as it goes, under the lock.  A
+        command runs on time.monotonic (the clock it passes Tuner.reset)."""
         return Effects(pool_set=self._pool_set, save_settings=self._save_settings_locked,
                        save_history=self._save_history, audit=self._audit,
-                       log=self.log.info, log_error=self.log.exception)
+                       log=self.log.info, log_error=self.log.exception,
+                       clock=time.monotonic)
 
     def _staging_effects(self, real_clock: bool) -> Effects:
         """The tick's: what it would write is staged under the lock and

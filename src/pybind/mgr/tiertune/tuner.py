@@ -72,9 +72,10 @@ class Effects:
     # A pool that could not be fitted or decided, called in the except
     # block (the module's logs the traceback; the simulator's raises).
     log_error: Callable[[str], None] = print
-    # Now, on the tick's monotonic clock, after a change's commands: when
-    # it was made (OwnChange).  None where commands take no time (the
-    # simulator, ticks replayed at recorded times): the tick's own time.
+    # Now, on the monotonic clock the tick's or command's mono runs on,
+    # after a change's commands: when it was made (OwnChange).  None where
+    # commands take no time (the simulator, ticks replayed at recorded
+    # times): the tick's own time.
     clock: Optional[Callable[[], float]] = None
 
 
@@ -144,6 +145,15 @@ class OwnChange:
         last epoch, not from someone changing them since."""
         return (mono - self.at_mono < MAP_CATCH_UP_S
                 and any(same(ratios, r) for r in self.path[:-1]))
+
+
+def _after_commands(mono: float, eff: Effects) -> float:
+    """When a change's commands had all returned, for its OwnChange: a mon
+    that took over MAP_CATCH_UP_S to answer (an election) left a change
+    stamped when it began read as a hand change once the map caught up
+    (a tick's change, and a reset that stopped part way: the pool went to
+    warn with "changed outside tiertune")."""
+    return max(mono, eff.clock()) if eff.clock is not None else mono
 
 
 @dataclass(frozen=True)
@@ -580,11 +590,7 @@ class Tuner:
             ps.last_applied = reached
             ps.last_change_wall = wall
             ps.manual_change = None
-            # Stamped when the last command returned: a mon that took over
-            # MAP_CATCH_UP_S to answer (an election) left the change read
-            # as a hand change once the map caught up.
-            self.own_changes[pid] = OwnChange(
-                result.path, max(mono, eff.clock()) if eff.clock is not None else mono)
+            self.own_changes[pid] = OwnChange(result.path, _after_commands(mono, eff))
             eff.audit(f'tiertune: pool {tier.pool}: {fmt(tier.ratios)} -> {fmt(reached)}: '
                       f'{reason}' + ('' if err is None else f' (incomplete: {err})'))
         retry = self.retry_after.get(pid)
@@ -686,7 +692,7 @@ class Tuner:
         ps.planned = None
         moved = not same(reached, current)
         if moved:
-            self.own_changes[pid] = OwnChange(tuple(path), mono)
+            self.own_changes[pid] = OwnChange(tuple(path), _after_commands(mono, eff))
         if err is not None:
             ps.mode = mode_before
             if moved:

@@ -464,6 +464,36 @@ def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch)
     assert ps.manual_change is None and t.settings.effective_mode(pid) == 'on'
 
 
+def test_a_slow_reset_that_stops_part_way_is_not_then_read_as_a_hand_change(burst):
+    """Its first `osd pool set` takes 25 s (a mon election), the next is
+    refused; the next tick's map, an epoch behind, still shows the ratios
+    from before the reset.  Stamped when the reset began, the change was
+    past MAP_CATCH_UP_S already, and that map read as a hand change (the
+    pool to warn).  Noticed by a review helper."""
+    from tiertune.tuner import MAP_CATCH_UP_S
+    t, mgr, tiers, pid = on_after_a_tick(burst, tick=step_as)
+    ps = t.settings.pool(pid)
+    ps.baseline = Ratios(0.2, 0.3, 0.9)
+    before = tiers[pid].ratios
+    mono = replay(burst)[2]
+    clock = {'now': mono}
+    sets: List[str] = []
+
+    def slow_then_refused(pool: str, var: str, val: str) -> Optional[str]:
+        sets.append(var)
+        if len(sets) > 1:
+            return 'Error EAGAIN: try again'
+        clock['now'] += MAP_CATCH_UP_S + 5
+        return None
+
+    eff = dataclasses.replace(mgr.effects(), pool_set=slow_then_refused,
+                              clock=lambda: clock['now'])
+    rc, _ = t.reset(pid, tiers[pid], eff, 300.0, mono)
+    assert rc == -errno.EIO and ps.mode is None and len(sets) == 2
+    step_as(t, burst, mgr, ratios=before, mono_offset=clock['now'] - mono + 1)
+    assert ps.manual_change is None and t.settings.effective_mode(pid) == 'on'
+
+
 def test_a_reset_cut_short_by_a_failover_leaves_the_pool_in_warn(burst):
     """reset stores its plan, and the pool's `warn`, before its first `osd
     pool set`: a new mgr that finds the pool part way back to its baseline
