@@ -155,6 +155,8 @@ class PoolHistory:
         # Its first is not measured from the newest stored one (see
         # not_current).
         self.restored_gap = False
+        # That first sample's entry, while it is the newest (not_current).
+        self._after_gap: Optional[HistoryEntry] = None
         # When (mono) counters first came in lower than the newest entry's,
         # while they still do (see DIP_CONFIRM_S).
         self._dip_since: Optional[float] = None
@@ -168,6 +170,7 @@ class PoolHistory:
         sample is not kept (a duplicate, or a partial report).  measured
         False: no rate into it (the interval before it is unknown)."""
         rates = None
+        after_gap = False
         if self.entries:
             last = self.entries[-1]
             if sample.mono <= last.sample.mono:
@@ -192,10 +195,12 @@ class PoolHistory:
                 # cluster, health raised for a few ticks, and one change in
                 # `on`).  What happened in it is not known: not measured.
                 measured = self.restored_gap = False
+                after_gap = True
             # Across a reset, None.
             rates = (derive_rates(last.sample, sample, last.dirty_bytes, dirty_bytes)
                      if measured else None)
         entry = HistoryEntry(sample=sample, dirty_bytes=dirty_bytes, rates=rates)
+        self._after_gap = entry if after_gap else None
         self.entries.append(entry)
         if sample.base is not None:
             self._base_ref = sample
@@ -227,13 +232,19 @@ class PoolHistory:
     def not_current(self) -> Optional[str]:
         """Why the newest measured interval does not describe the pool now,
         or None.  The estimates weight the intervals by their age from the
-        newest one they have: with the newest sample unmeasured, or only
-        stored samples, that one is older than the pool's state (a stored
-        one by up to samples_save_interval and the failover)."""
+        newest one they have: with only stored samples, or this mgr's first
+        sample after them (not measured), that one is older than the pool's
+        state by up to samples_save_interval and the failover.  Not for
+        the other intervals without rates (acting up, as through a
+        backfill; a counter reset): those miss one tick's interval, and the
+        model stays fitted on the rest (unfitted, it would clear and raise
+        TIERTUNE_BOUNDS_BLOCK tick by tick through a backfill: a review
+        helper)."""
         if self.restored_gap:
             return 'samples restored from the store, none taken by this mgr yet'
-        if len(self.entries) > 1 and self.entries[-1].rates is None:
-            return 'the newest interval is not measured (samples restored, or counters reset)'
+        if self._after_gap is not None and self.entries and self.entries[-1] is self._after_gap:
+            return ('the first sample since the samples were restored: the interval '
+                    'before it is not measured')
         return None
 
     def resize(self, size: int) -> None:

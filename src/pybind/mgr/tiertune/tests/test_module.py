@@ -1018,6 +1018,32 @@ def test_a_burst_after_the_last_save_is_not_read_across_a_failover_as_io_now(bur
         assert not raised_for_the_gap & set(m2.health)
 
 
+def _with_acting(inputs, pid, acting):
+    out = copy.deepcopy(inputs)
+    for p in out['pool_stats']['pool_stats']:
+        if p['poolid'] == pid:
+            p['acting'] = acting
+    return out
+
+
+def test_bounds_block_stays_raised_through_a_backfill(burst, make_module):
+    """A backfill raises the pool's acting tick after tick (a PG's acting
+    set from 2 to 3): each such interval has no rates, and the model stays
+    fitted on the others.  Unfitted for them (as for the interval across a
+    failover), TIERTUNE_BOUNDS_BLOCK cleared and came back each tick (a
+    review helper)."""
+    recs = idle_minute_then_the_burst(burst)
+    m, get = run_ticks(make_module, recs)
+    (pid,) = m._tiers
+    assert 'TIERTUNE_BOUNDS_BLOCK' in m.health
+    last, raised = recs[-1], []
+    for k, acting in enumerate((12, 13, 13, 14, 14, 15, 16), start=1):
+        get.inputs = _with_acting(last['inputs'], pid, acting)
+        m.tick(last['mono'] + 30.0 * k, last['wall'] + 30.0 * k)
+        raised.append('TIERTUNE_BOUNDS_BLOCK' in m.health and m._tuner.views[pid].fitted)
+    assert all(raised), raised
+
+
 def test_an_unmeasured_interval_stays_unmeasured_over_a_second_failover(burst, make_module):
     recs = burst['samples']
     m, get = run_ticks_saving_every_tick(make_module, recs[:8])

@@ -54,6 +54,10 @@ def test_the_first_sample_after_samples_restored_is_not_measured_from_them(burst
     assert 'not measured' in (hist.not_current() or '')
     after = dataclasses.replace(samples[-1], mono=samples[-1].mono + 30.0)
     assert hist.add(after, 0).rates is not None and hist.not_current() is None
+    # an interval without rates in steady operation (acting up: a PG
+    # backfilled) misses one tick's interval: still current
+    backfilled = dataclasses.replace(after, mono=after.mono + 30.0, acting=after.acting + 1)
+    assert hist.add(backfilled, 0).rates is None and hist.not_current() is None
     # a history copied without gap_follows goes on measuring
     book.restore(8, stored)
     copy = book.get(8)
