@@ -168,7 +168,11 @@ class PoolHistory:
     def add(self, sample: PoolSample, dirty_bytes: int, measured: bool = True) -> HistoryEntry:
         """Add a sample; returns its entry, or the newest entry when the
         sample is not kept (a duplicate, or a partial report).  measured
-        False: no rate into it (the interval before it is unknown)."""
+        False: no rate into it (the interval before it is unknown), and
+        kept whatever its counters: a stored sample the mgr that took it
+        kept so (after a reset it had confirmed, lower counters than the
+        sample before; checked again, the samples within DIP_CONFIRM_S
+        after the reset were left out, a review helper found)."""
         rates = None
         after_gap = False
         if self.entries:
@@ -177,7 +181,7 @@ class PoolHistory:
                 # A sample no newer than the last one: the clock we rely on
                 # does not go backwards, so this is a duplicate; keep the last.
                 return last
-            if _dipped(last.sample, sample):
+            if measured and _dipped(last.sample, sample):
                 if self._dip_since is None:
                     self._dip_since = sample.mono
                 if sample.mono - self._dip_since < DIP_CONFIRM_S:

@@ -196,3 +196,27 @@ def test_the_base_pool_id_comes_back_and_an_old_text_reads_it_as_not_known():
     back, problem = sample_store.decode(table_text(rows, cols), 0.0, 1.8e9 + 200, 3600)
     assert problem is None and [s.base_pool_id for s, *_ in back] == [-1] * 4
     assert [s.mono for s, *_ in back] == pytest.approx([-200.0, -170.0, -140.0, -110.0])
+
+
+def test_samples_kept_after_a_counter_reset_all_come_back():
+    """PGs recreated at the seventh sample: the counters drop for good, and
+    the mgr keeps the samples from DIP_CONFIRM_S on, the first without
+    rates.  Restored, that one was checked again against the one before
+    it and held back as a dip, and the next within DIP_CONFIRM_S with it
+    (a review helper)."""
+    book = HistoryBook(120)
+    for i in range(12):
+        s = replace(sample(i), acting=96)
+        if i >= 6:
+            s = replace(s, counters=sample(i - 6).counters)
+        book.record({7: s}, {7: 0}, [7])
+    before = book.get(7)
+    assert before is not None
+    back, _ = sample_store.decode(sample_store.encode(book.saved_entries(7)), 0.0,
+                                  before.entries[-1].sample.wall, 1e9)
+    after = HistoryBook(120)
+    assert after.restore(7, back) == len(before)
+    restored = after.get(7)
+    assert restored is not None
+    assert [e.rates is None for e in restored.entries] == [e.rates is None
+                                                           for e in before.entries]
