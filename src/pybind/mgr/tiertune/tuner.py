@@ -609,7 +609,13 @@ class Tuner:
             # rest too (the line said 30 s, and the retry came 600 s on).
             partly = '' if same(reached, tier.ratios) else (
                 ', or once the rate limit allows: part of it was made')
-            outcome = f'failed: {err} (retry in {backoff:.0f}s{partly})'
+            if err == STOPPED_NOT_ON:
+                # No retry: the pool is not in `on` now (a review helper:
+                # the line promised one that never came).
+                outcome = (f'failed: {err}' + ('' if same(reached, tier.ratios) else
+                                                f'; part of it was made ({fmt(reached)})'))
+            else:
+                outcome = f'failed: {err} (retry in {backoff:.0f}s{partly})'
             eff.log(f'{tier.pool}: change failed: {err}')
         self.history(pid).append(DecisionRecord(time=wall, pool=tier.pool, mode='on',
                                                 old=tier.ratios, new=decision.next,
@@ -677,8 +683,12 @@ class Tuner:
         # The mgr's OSD map can be older than tiertune's own last change
         # (OwnChange): the pool then has what tiertune set, and a plan from
         # the map's ratios would leave some of that in place.
-        current = (ps.last_applied if ps.last_applied is not None
-                   and self._map_behind_own_change(pid, tier, mono) else tier.ratios)
+        # Its last step, not last_applied: `mode <pool> on` clears that, and
+        # a reset then planned from the map sent nothing, said "restored"
+        # and dropped the baseline (a review helper).
+        own = self.own_changes.get(pid)
+        current = (own.path[-1] if own is not None and own.explains(tier.ratios, mono)
+                   else tier.ratios)
         path: List[Ratios] = []
         steps = planned_steps(current, baseline)
         # As a tick's change: a mgr that takes over part way through finds

@@ -1565,7 +1565,10 @@ def test_commands_answer_while_the_tick_waits_for_the_mon(burst, make_module, mo
     stored = json.loads(m.get_store('state'))['pools'][str(pid)]
     assert stored['mode'] == 'warn' and stored['planned'] is None
     assert stored['last_applied'] == {'dirty': 0.4, 'dirty_high': 0.6, 'full': 0.9}
-    assert 'no longer in on mode' in json.loads(m.get_store(f'history/{pid}'))[-1]['result']
+    result = json.loads(m.get_store(f'history/{pid}'))[-1]['result']
+    # no retry is promised: the pool is not in on (the line said "retry in 30s")
+    assert 'no longer in on mode' in result and 'retry' not in result
+    assert 'part of it was made (0.40/0.60/0.90)' in result
     # The pool is no longer being changed: reset goes ahead.
     monkeypatch.setattr(m, '_pool_set', lambda *args: None)
     assert m._cmd_reset(pool).retval == 0

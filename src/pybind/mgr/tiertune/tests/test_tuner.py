@@ -443,6 +443,24 @@ def test_reset_from_a_map_older_than_tiertunes_change_still_restores(burst, monk
     assert t.history(pid)[-1].old == Ratios(0.2, 0.3, 0.9)
 
 
+def test_reset_after_mode_on_from_a_map_older_than_tiertunes_change_still_restores(
+        burst, monkeypatch):
+    """`mode <pool> on` clears last_applied (it takes the ratios over at
+    the next tick); a reset before the map showed tiertune's change then
+    planned from the map's old ratios: nothing sent, "restored", the
+    baseline dropped (a review helper)."""
+    t, mgr, tiers, pid = on_after_a_tick(burst, monkeypatch, Ratios(0.2, 0.3, 0.9), tick=step_as)
+    mgr.sets.clear()
+    ps = t.settings.pool(pid)
+    ps.manual_change = ps.last_applied = ps.planned = None   # as _cmd_mode(pool, 'on')
+    rc, _ = t.reset(pid, tiers[pid], mgr.effects(), 200.0, replay(burst)[2] + 1)
+    assert rc == 0
+    assert {v: float(x) for _, v, x in mgr.sets} == {
+        'cache_target_dirty_ratio': 0.4, 'cache_target_dirty_high_ratio': 0.6,
+        'cache_target_full_ratio': 0.8}
+    assert t.history(pid)[-1].old == Ratios(0.2, 0.3, 0.9)
+
+
 def test_a_reset_that_fails_half_way_records_what_it_changed(burst, monkeypatch):
     t, mgr, tiers, pid = on_after_a_tick(burst, tick=step_as)
     ps = t.settings.pool(pid)
