@@ -363,14 +363,17 @@ def test_a_burst_the_old_mgr_did_not_save_is_not_read_as_io_now_after_a_failover
         wait_row(cluster, 'the cache idle after the burst', idle_row, timeout=180)
         fail_over(cluster)
         n = cache_row(cluster)['samples']
-        rows, deadline = [], time.monotonic() + 30
-        while time.monotonic() < deadline:      # longer than IDLE_AFTER_S
-            rows.append(cache_row(cluster))
+        # Every row for longer than IDLE_AFTER_S of this mgr's samples (it
+        # takes none until every OSD has reported to it: pg_ready).
+        rows, start = [cache_row(cluster)], time.monotonic()
+        while (rows[-1]['samples'] < n + 15 or time.monotonic() - start < 30) \
+                and time.monotonic() - start < 150:
             time.sleep(0.5)
+            rows.append(cache_row(cluster))
     finally:
         cluster.ceph('config', 'rm', 'mgr', 'mgr/tiertune/samples_save_interval')
     fitted = [r for r in rows if r['model'] is not None and r['model']['fitted']]
-    assert fitted and rows[-1]['samples'] >= n + 5, rows[-1]
+    assert fitted and rows[-1]['samples'] >= n + 15, rows[-1]
     assert all(idle_row(r) for r in fitted), [r['model']['inflow'] for r in fitted]
     assert all(r['model']['predictions']['time_to_full_s'] is None for r in fitted)
 

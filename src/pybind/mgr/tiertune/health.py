@@ -31,36 +31,47 @@ CHANGE_REFUSALS_WARN = 3
 # ticks and the gaps between such surges, and is short beside the
 # default 600 s horizon the check looks over.
 FULL_RISK_CLEAR_S = 300.0
+# The same for TIERTUNE_BOUNDS_BLOCK.  Both of the law's rules behind it
+# read the inflow of the moment, and at the default 30 s tick one interval
+# without writes (a stats report late, a pause of the clients) reads idle:
+# the block cleared for that tick and came back on the next (a review
+# helper, on steady writes: 4 raises and clears in 5 ticks).
+BOUNDS_BLOCK_CLEAR_S = 300.0
 
 
-class FullRiskHold:
-    """The last time (the tick's monotonic clock) and detail line each
-    pool's full-risk check was raised, and what it was raised under (the
-    pool's targets, horizon and dirty floor), to keep it raised for
-    FULL_RISK_CLEAR_S after.  A change to those drops it at once: the
-    operator's remedy shows on the next tick.  Not persisted: a new mgr
-    raises it again on its own first fitted tick."""
+class CheckHold:
+    """The last time (the tick's monotonic clock) and detail line a
+    pool's check was raised, and what it was raised under (settings the
+    operator's remedy changes), to keep it raised for clear_s after.  A
+    change to those drops it at once: the operator's remedy shows on the
+    next tick.  Not persisted: a new mgr raises it again on its own first
+    fitted tick."""
 
-    def __init__(self) -> None:
+    def __init__(self, clear_s: float = FULL_RISK_CLEAR_S) -> None:
+        self.clear_s = clear_s
         self.last: Dict[int, Tuple[float, str, Hashable]] = {}
 
     def hold(self, now: Mapping[int, str], present: Mapping[int, Hashable],
              mono: float) -> Dict[int, str]:
         """The pools' detail lines to raise: those raised now, and those
-        raised within FULL_RISK_CLEAR_S that are still looked at (in
-        present, under the same settings)."""
+        raised within clear_s that are still looked at (in present, under
+        the same settings)."""
         out = dict(now)
         for pid, (t, line, under) in list(self.last.items()):
             if pid in now:
                 continue
-            if pid not in present or present[pid] != under or mono - t >= FULL_RISK_CLEAR_S:
+            if pid not in present or present[pid] != under or mono - t >= self.clear_s:
                 del self.last[pid]
             else:
                 out[pid] = (f'as of {_seconds(mono - t)} ago: {line} (cleared once '
-                            f'{_seconds(FULL_RISK_CLEAR_S)} pass without)')
+                            f'{_seconds(self.clear_s)} pass without)')
         for pid, line in now.items():
             self.last[pid] = (mono, line, present.get(pid))
         return out
+
+
+# The full-risk check's (the name the bench tools use).
+FullRiskHold = CheckHold
 
 
 def _check(summary: str, detail: List[str]) -> Dict[str, Any]:
@@ -113,7 +124,8 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   mono: float = 0.0,
                   failures: Optional[Mapping[int, PoolFailure]] = None,
                   history: Optional[Tuple[int, float]] = None,
-                  refusals: Optional[Mapping[int, ChangeRefusals]] = None) -> Dict[str, Any]:
+                  refusals: Optional[Mapping[int, ChangeRefusals]] = None,
+                  block_hold: Optional[CheckHold] = None) -> Dict[str, Any]:
     """TIERTUNE_NO_TARGET, TIERTUNE_AGENT_STOPPED, TIERTUNE_SPLIT_UNSCRUBBED,
     TIERTUNE_CACHE_FULL_RISK, TIERTUNE_BOUNDS_BLOCK, TIERTUNE_POOL_FAILED,
     TIERTUNE_CHANGE_REFUSED and TIERTUNE_HISTORY_TOO_SHORT for the pools
@@ -121,11 +133,14 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
     with the tick's monotonic time (mono), keeps a pool's full-risk check
     raised FULL_RISK_CLEAR_S after its last raise.  failures: the tuner's,
     by pool.  history: the history_size and sleep_interval options.
-    refusals: the tuner's, by pool (raised for pools in `on` only)."""
+    refusals: the tuner's, by pool (raised for pools in `on` only).
+    block_hold: the module's hold of TIERTUNE_BOUNDS_BLOCK, as hold
+    (BOUNDS_BLOCK_CLEAR_S; dropped at once when the pool's bounds or
+    targets change)."""
     no_target: List[str] = []
     failed: List[str] = []
     full_risk: Dict[int, str] = {}
-    blocked: List[str] = []
+    blocked: Dict[int, str] = {}
     unscrubbed: List[str] = []
     stopped: List[str] = []
     refused: List[str] = []
@@ -177,7 +192,15 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                                   f'{_seconds(ttf.low)} to {_seconds(ttf.high)}), under the '
                                   f'{horizon:.0f}s horizon: {why}')
         if view.decision.bounds_block:
-            blocked.append(f'pool {tier.pool}: {view.decision.bounds_block}')
+            blocked[pid] = f'pool {tier.pool}: {view.decision.bounds_block}'
+    if block_hold is not None:
+        # Only pools tiertune looks at: a pool turned off drops it at once,
+        # as does one set to proxy or forward to be drained (no surge to
+        # make room for).
+        bounds_under = {pid: (t.cache_mode, t.target_max_bytes, t.target_max_objects,
+                              settings.pool(pid).bounds) for pid, t in tiers.items()
+                        if settings.effective_mode(pid) != 'off'}
+        blocked = block_hold.hold(blocked, bounds_under, mono)
     if hold is not None:
         under = {pid: (t.target_max_bytes, t.target_max_objects,
                        settings.pool(pid).knobs.horizon_s,
@@ -200,8 +223,11 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
             f'{len(risky)} cache pool(s) predicted to fill within the horizon (now or in '
             f'the last {FULL_RISK_CLEAR_S / 60:.0f} min)', risky)
     if blocked:
+        lines = [blocked[pid] for pid, _ in by_name if pid in blocked]
         checks['TIERTUNE_BOUNDS_BLOCK'] = _check(
-            f'{len(blocked)} cache pool(s) need a change their tiertune bounds forbid', blocked)
+            f'{len(lines)} cache pool(s) need a change their tiertune bounds forbid'
+            + (f' (now or in the last {BOUNDS_BLOCK_CLEAR_S / 60:.0f} min)'
+               if block_hold is not None else ''), lines)
     too_short = history_too_short(*history) if history and tiers else None
     if too_short:
         checks['TIERTUNE_HISTORY_TOO_SHORT'] = _check(
@@ -240,8 +266,10 @@ def tick_failed_check(failures: int, since_wall: float, error: str) -> Dict[str,
     """TIERTUNE_TICK_FAILED: the loop has failed `failures` ticks in a row,
     the first at since_wall; error is the latest.  The tick's own checks
     stay as the last tick that ran left them."""
-    return _check(f'tiertune has failed {failures} ticks in a row: it is not tuning',
-                  [f'every tick since {fmt_wall(since_wall)} failed; the latest: {error} '
-                   f'(the mgr log has '
-                   f'the traceback; the other tiertune checks are as the last good tick '
-                   f'left them)'])
+    # The count in the detail, not the summary: the mon logs a check whose
+    # summary changed ("Health check update"), one cluster log line a tick.
+    return _check(f'tiertune has failed {TICK_FAILURES_WARN} or more ticks in a row: it is '
+                  f'not tuning',
+                  [f'every tick since {fmt_wall(since_wall)} failed ({failures}); the latest: '
+                   f'{error} (the mgr log has the traceback; the other tiertune checks are as '
+                   f'the last good tick left them)'])

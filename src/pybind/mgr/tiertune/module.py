@@ -17,7 +17,14 @@ from mgr_module import MgrModule, MonCommandFailed, NotifyType
 from . import models, sample_store
 from .agent_config import agents_ops, with_agent_ops
 from .commands import Commands
-from .health import TICK_FAILURES_WARN, FullRiskHold, health_checks, tick_failed_check
+from .health import (
+    BOUNDS_BLOCK_CLEAR_S,
+    TICK_FAILURES_WARN,
+    CheckHold,
+    FullRiskHold,
+    health_checks,
+    tick_failed_check,
+)
 from .options import OPTION_NAMES, OPTIONS, within_bounds
 from .progress import DRAIN_EVENT_MAX_S, Call, DrainEvents
 from .rates import HistoryBook
@@ -120,6 +127,7 @@ class Module(Commands, MgrModule):
         self._failing_since = 0.0
         self._tick_costs = TickCosts()
         self._full_risk = FullRiskHold()
+        self._bounds_block = CheckHold(BOUNDS_BLOCK_CLEAR_S)
         # Whether this mgr's PG stats were complete at some tick (see
         # _pg_stats_ready); once they were, they stay so for its life.
         self._pg_ready = False
@@ -479,7 +487,7 @@ class Module(Commands, MgrModule):
                 checks = health_checks(active, self._tuner.views, self._tuner.settings,
                                        self._full_risk, mono, self._tuner.failures,
                                        (int(self.history_size), float(self.sleep_interval)),
-                                       self._tuner.refusals)
+                                       self._tuner.refusals, self._bounds_block)
                 calls = self._progress_calls(active, levels, before, mono, wall)
             self._tick_checks = checks
             self._send_progress(calls)

@@ -5,6 +5,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
+from .bounds import OSD_AGENT_SLOP
+
 # An event that has not finished by then is closed: the drain is the agent's
 # business, and a stuck event in `ceph -s`/`ceph progress` helps nobody.
 DRAIN_EVENT_MAX_S = 1800.0
@@ -13,6 +15,13 @@ DRAIN_EVENT_MAX_S = 1800.0
 # under writes the level sits just above it once the drain is done (a
 # review helper saw a finished drain posted again, to fail 30 min on).
 DRAIN_RESUME_MARGIN = 0.05
+# A drain is done once the level is within this share of its ratio above
+# it: the agent stops flushing a PG at ratio - slop and starts again past
+# ratio + slop (slop = ratio x osd_agent_slop), so under writes the pool's
+# level hovers about the ratio, and a level at or below the ratio never
+# came (a review helper saw such a drain, at 0.305 against 0.30, failed 30
+# min on).  Twice the slop: the PGs' reports reach the mgr out of step.
+DRAIN_DONE_MARGIN = 2 * OSD_AGENT_SLOP
 
 
 @dataclass
@@ -22,6 +31,10 @@ class DrainEvent:
     start_dirty: float      # pool-level dirty fraction when the change was made
     target_dirty: float     # the new dirty ratio
     started_mono: float
+    shown: float = 0.0      # the progress last posted: it never goes back
+
+    def done_at(self) -> float:
+        return self.target_dirty * (1.0 + DRAIN_DONE_MARGIN)
 
 
 # (method, ev_id, kwargs) for the progress module; the caller sends them.
@@ -73,21 +86,24 @@ class DrainEvents:
             if not on.get(pid) or level is None:
                 calls += self._close(pid)
                 continue
-            if mono - ev.started_mono > DRAIN_EVENT_MAX_S and level > ev.target_dirty:
+            if mono - ev.started_mono > DRAIN_EVENT_MAX_S and level > ev.done_at():
                 # Failed, not completed: `ceph progress` then says the
                 # level was not reached, rather than that it was.
                 del self.events[pid]
                 calls.append(('fail', ev.ev_id, {'message': (
-                    f'dirty data of cache pool {ev.pool} still at {level:.0%} of target after '
-                    f'{DRAIN_EVENT_MAX_S / 60:.0f} min, not down to {ev.target_dirty:.0%}: '
+                    f'dirty data of cache pool {ev.pool} still at {level:.1%} of target after '
+                    f'{DRAIN_EVENT_MAX_S / 60:.0f} min, not down to {ev.target_dirty:.1%}: '
                     f'clients write as fast as the agent flushes, or the base is slow')}))
+                continue
+            if level <= ev.done_at():
+                calls += self._close(pid)
                 continue
             span = ev.start_dirty - ev.target_dirty
             done = 1.0 if span <= 0 else (ev.start_dirty - level) / span
-            if done >= 1.0:
-                calls += self._close(pid)
-            else:
-                calls.append(self._update(ev, min(max(done, 0.0), 1.0)))
+            # Writes during the drain raise the level again: the bar holds
+            # where it was rather than go back (0.50 -> 0.25 -> 0.75 seen).
+            ev.shown = max(ev.shown, min(max(done, 0.0), 1.0))
+            calls.append(self._update(ev, ev.shown))
         return calls
 
     def _update(self, ev: DrainEvent, progress: float) -> Call:

@@ -688,8 +688,15 @@ def test_ticks_failing_in_a_row_raise_a_health_check_until_one_runs(burst, make_
             assert set(m.health) == {'TIERTUNE_NO_TARGET'}, n
     assert set(m.health) == {'TIERTUNE_NO_TARGET', 'TIERTUNE_TICK_FAILED'}
     (detail,) = m.health['TIERTUNE_TICK_FAILED']['detail']
-    assert 'ValueError' in detail and f'{TICK_FAILURES_WARN} ticks' in \
-        m.health['TIERTUNE_TICK_FAILED']['summary']
+    summary = m.health['TIERTUNE_TICK_FAILED']['summary']
+    assert 'ValueError' in detail and f'failed ({TICK_FAILURES_WARN})' in detail
+    assert f'{TICK_FAILURES_WARN} or more ticks' in summary
+    # One more failed tick: the count moves in the detail, the summary
+    # stays (the mon logs each change of a summary: a line a tick).
+    with pytest.raises(ValueError):
+        m.tick()
+    assert m.health['TIERTUNE_TICK_FAILED']['summary'] == summary
+    assert f'failed ({TICK_FAILURES_WARN + 1})' in m.health['TIERTUNE_TICK_FAILED']['detail'][0]
     get.inputs = good
     m.tick()
     assert set(m.health) == {'TIERTUNE_NO_TARGET'}
@@ -888,6 +895,79 @@ def test_bounds_block_is_raised_until_the_bound_allows_the_change(burst, make_mo
     assert detail.endswith('but full_ratio_min is 0.60')
     assert m._cmd_set('cache', 'full_ratio_min', 0.3).retval == 0
     m.tick(recs[-1]['mono'] + 1, recs[-1]['wall'] + 1)
+    assert 'TIERTUNE_BOUNDS_BLOCK' not in m.health
+
+
+def _steady_writes(burst, ticks, new=10, over=0, stalled=()):
+    """30 s ticks of steady client writes into the recording's 256 MiB
+    cache: `new` new 1 MiB objects a tick (the fill grows from 0.43) and
+    `over` overwrites of cached ones, the agent flushing LOW as fast as
+    they dirty (dirty stays at 0.42).  At the ticks in `stalled` the
+    pool's stats read as at the tick before (the OSDs' reports landed just
+    after the tick); the next tick reads them caught up."""
+    first = burst['samples'][0]
+    (tier_pool,) = [p for p in first['inputs']['osd_map']['pools'] if p['cache_mode'] != 'none']
+    cache, base = int(tier_pool['pool']), int(tier_pool['tier_of'])
+
+    def stat_sum(inputs, pid):
+        (e,) = [p for p in inputs['pool_stats']['pool_stats'] if p['poolid'] == pid]
+        return e['stat_sum']
+
+    out = []
+    for k in range(ticks):
+        n = k - 1 if k in stalled else k      # the tick whose counters show
+        inputs = copy.deepcopy(first['inputs'])
+        c, b = stat_sum(inputs, cache), stat_sum(inputs, base)
+        objs, writes, flushed = 110 + new * n, 110 + (new + over) * n, (new + over) * n
+        c.update(num_objects=objs, num_bytes=objs << 20, num_objects_dirty=108,
+                 num_write=writes, num_write_kb=writes * 1024,
+                 num_flush=flushed, num_flush_kb=flushed * 1024, num_flush_mode_low=16)
+        b.update(num_objects=flushed, num_bytes=flushed << 20, num_write=flushed,
+                 num_write_kb=flushed * 1024)
+        out.append({'inputs': inputs, 'mono': 1000.0 + 30.0 * k,
+                    'wall': first['wall'] + 30.0 * k})
+    return out
+
+
+def _bounds_block_each_tick(make_module, recs, setup=None):
+    m, get = make_module(recs[0]['inputs'])
+    if setup:
+        setup(m)
+    raised = []
+    for rec in recs:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+        raised.append('TIERTUNE_BOUNDS_BLOCK' in m.health)
+    return m, raised
+
+
+@pytest.mark.parametrize('stalled', [{7}, {7, 9}])
+def test_bounds_block_of_the_dirty_high_rule_stays_raised_over_late_stats_reports(
+        burst, make_module, stalled):
+    """The rule rests on the fill prediction, which one 30 s interval
+    without growth removes (quiet for IDLE_AFTER_S, 20 s): the check
+    cleared for that tick and came back on the next (a review helper; 4
+    raises and clears in 5 ticks with reports out of step every other)."""
+    def bound(m):
+        assert m._cmd_set('cache', 'dirty_high_ratio_min', 0.5).retval == 0
+    _, raised = _bounds_block_each_tick(make_module, _steady_writes(burst, 11, stalled=stalled),
+                                        setup=bound)
+    assert all(raised[5:]), raised
+
+
+def test_bounds_block_of_the_full_rule_stays_raised_over_a_late_stats_report(burst,
+                                                                            make_module):
+    """No write burst measured yet, so the surge is a minute of the inflow
+    of the moment, which the one quiet interval reads as idle, and 0."""
+    m, raised = _bounds_block_each_tick(
+        make_module, _steady_writes(burst, 10, new=0, over=60, stalled={7}))
+    (view,) = m._tuner.views.values()
+    assert view.decision.bounds_block and 'full_ratio_min' in view.decision.bounds_block
+    assert all(raised[5:]), raised
+    # the operator's remedy drops it at once
+    assert m._cmd_set('cache', 'full_ratio_min', 0.3).retval == 0
+    last = _steady_writes(burst, 11, new=0, over=60)[-1]
+    m.tick(last['mono'], last['wall'])
     assert 'TIERTUNE_BOUNDS_BLOCK' not in m.health
 
 
