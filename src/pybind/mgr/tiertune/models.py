@@ -87,6 +87,11 @@ class PoolModel:
     def as_dict(self) -> Dict[str, Any]:
         out = _jsonable(dataclasses.asdict(self))
         assert isinstance(out, dict)
+        if not self.fitted:
+            # What no one acts on, and what misleads most: after a failover
+            # the pool as it was before, "predicted full in 25 s" on an
+            # idle cache (a review helper).
+            out['predictions'] = None
         return out
 
 

@@ -23,7 +23,9 @@ def status_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float,
     row['recommended'] = None
     row['decision'] = None
     row['model'] = None
-    if view is not None:
+    if view is not None and mode != 'off':
+        # (A view from before a `mode <pool> off` stays until the next
+        # tick: off shows no decision, as the doc says.)
         d = view.decision
         row['recommended'] = d.recommended.as_dict()
         row['decision'] = {'action': d.action, 'next': d.next.as_dict(),
@@ -31,7 +33,17 @@ def status_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float,
         m = view.model.as_dict()
         row['model'] = {k: m.get(k) for k in ('fitted', 'why_not', 'inflow', 'predictions',
                                               'promote')}
+    if ps is not None and ps.manual_change:
+        row['autotune']['manual_change'] = with_resume(ps.manual_change, tier.pool)
     return row
+
+
+def with_resume(note: str, pool: str) -> str:
+    """A manual-change note with the command that resumes tuning, under
+    the pool's name now (stored with the note, it named the pool as it
+    was before a rename: a review helper).  Notes stored before this
+    version carry it already."""
+    return note if '` resumes' in note else f'{note}: `ceph tiertune mode {pool} on` resumes'
 
 
 def _autotune(ps: Optional[PoolState], mode: str) -> Dict[str, Any]:
@@ -119,8 +131,10 @@ def fmt_bytes(n: Optional[float]) -> str:
 
 
 def fmt_wall(t: float) -> str:
-    """A wall-clock time (seconds since the epoch) as local time."""
-    return time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t))
+    """A wall-clock time (seconds since the epoch) as the mgr host's local
+    time, with its offset from UTC: the operator's CLI is often on another
+    host, in another zone (a review helper)."""
+    return time.strftime('%Y-%m-%d %H:%M:%S %z', time.localtime(t))
 
 
 def fmt_pct(v: Optional[float]) -> str:

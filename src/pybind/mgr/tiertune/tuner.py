@@ -488,14 +488,18 @@ class Tuner:
         ps = self.settings.pool(pid)
         # applied is what tiertune set, or took over at `on` without a change
         # of its own: "had set" was wrong for the second (seen on the demo).
+        # The resume command is added where the note is shown, under the
+        # pool's name then (report.with_resume): a rename would leave it
+        # naming a pool that no longer exists.
         ps.manual_change = (f'ratios changed outside tiertune to {fmt(tier.ratios)} (tiertune had '
                             f'them at {fmt(applied)}, as it set or took them over) at '
-                            f'{time.strftime("%Y-%m-%d %H:%M:%S")}'
-                            f'; pool set to warn: `ceph tiertune mode {tier.pool} on` resumes')
+                            f'{time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(wall))}'
+                            f'; pool set to warn')
         ps.mode = 'warn'
         ps.last_applied = None
-        eff.log(f'{tier.pool}: {ps.manual_change}')
-        eff.audit(f'tiertune: pool {tier.pool}: {ps.manual_change}')
+        said = f'{ps.manual_change}: `ceph tiertune mode {tier.pool} on` resumes'
+        eff.log(f'{tier.pool}: {said}')
+        eff.audit(f'tiertune: pool {tier.pool}: {said}')
         eff.save_settings()
 
     def _settle_planned(self, pid: int, tier: CacheTier, eff: Effects, wall: float) -> None:

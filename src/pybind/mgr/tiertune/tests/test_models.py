@@ -422,13 +422,16 @@ def test_synthetic_everything_absorbed_needs_no_limiter():
 
 def test_synthetic_as_dict_is_json_with_unbounded_bands_as_null():
     m = fit([], make_tier())
-    m = dataclasses.replace(m, predictions=models.Predictions(
+    m = dataclasses.replace(m, fitted=True, predictions=models.Predictions(
         time_to_dirty_high_s=Band(120.0, 30.0, math.inf), time_to_full_s=None))
     d = json.loads(json.dumps(m.as_dict(), allow_nan=False))
     assert d['predictions']['time_to_dirty_high_s'] == {'value': 120.0, 'low': 30.0,
                                                        'high': None}
     assert d['inflow']['state'] == 'idle'
     assert set(d) == {f.name for f in dataclasses.fields(m)}
+    # not fitted: no predictions shown (nothing acts on them)
+    d = json.loads(json.dumps(dataclasses.replace(m, fitted=False).as_dict(), allow_nan=False))
+    assert d['predictions'] is None and d['inflow']['state'] == 'idle'
 
 
 def test_synthetic_noisy_inflow_widens_the_band():

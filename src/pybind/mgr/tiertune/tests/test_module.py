@@ -145,9 +145,30 @@ def test_status_plain_says_under_the_table_why_a_pool_was_set_to_warn(burst, mak
     m._tuner.settings.pool(pid).manual_change = 'ratios changed outside tiertune to x'
     m._tuner.settings.pool(pid).mode = 'warn'     # as a hand change leaves it
     lines = m._cmd_status().stdout.splitlines()
-    assert f'pool {pool}: ratios changed outside tiertune to x' in lines
-    assert m._cmd_mode(pool, 'off').retval == 0   # the note would contradict AUTOTUNE
+    assert (f'pool {pool}: ratios changed outside tiertune to x: `ceph tiertune mode {pool} '
+            f'on` resumes') in lines
+    # renamed since: the command names the pool as it is now (a review
+    # helper: stored with the note, it named one that no longer exists)
+    get.inputs = copy.deepcopy(get.inputs)
+    (tier,) = [p for p in get.inputs['osd_map']['pools'] if p['pool'] == pid]
+    tier['pool_name'] = 'hot'
+    m.notify(NotifyType.osd_map, '')
+    m.tick()
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['autotune']['manual_change'].endswith('`ceph tiertune mode hot on` resumes')
+    assert m._cmd_mode('hot', 'off').retval == 0   # the note would contradict AUTOTUNE
     assert 'outside tiertune' not in m._cmd_status().stdout
+    # off shows no decision at once, not the last tick's until the next
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    assert row['decision'] is None and row['recommended'] is None and row['model'] is None
+
+
+def test_times_shown_carry_the_mgr_hosts_offset_from_utc():
+    """The CLI is often on another host, in another zone."""
+    import re
+
+    from tiertune.report import fmt_wall
+    assert re.fullmatch(r'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}', fmt_wall(1.8e9))
 
 
 def with_a_second_tier(inputs):
@@ -1085,6 +1106,9 @@ def test_a_burst_after_the_last_save_is_not_read_across_a_failover_as_io_now(bur
     out = json.loads(m2._cmd_eval(burst['spec']['cache_pool'], format='json').stdout)
     assert out['model'] == json.loads(json.dumps(view.model.as_dict()))
     monkeypatch.undo()
+    # status shows no predictions of the model not fitted
+    (row,) = json.loads(m2._cmd_status(format='json').stdout)['pools']
+    assert row['model']['fitted'] is False and row['model']['predictions'] is None
     # Before: "predicted full in 43 s", a 252 MiB write surge, both checks
     # raised for as long as they hold.
     raised_for_the_gap = {'TIERTUNE_CACHE_FULL_RISK', 'TIERTUNE_BOUNDS_BLOCK'}
