@@ -27,7 +27,7 @@ from .health import (
 )
 from .options import OPTION_NAMES, OPTIONS, within_bounds
 from .progress import DRAIN_EVENT_MAX_S, Call, DrainEvents
-from .rates import HistoryBook
+from .rates import MIN_RATE_INTERVAL_S, HistoryBook
 from .sampling import AgentLevels, agent_levels, take_samples
 from .splits import (
     RECHECK_TICKS,
@@ -520,6 +520,7 @@ class Module(Commands, MgrModule):
         # walk can take hours, and each read builds every PG): once it ends.
         looked_at = [pid for pid in shown if tiers[pid].pg_change is None]
         interval = float(self.sleep_interval)
+        watch.reschedule(interval)
         if pg_ready and watch.due(looked_at, mono):
             try:
                 changed = watch.read(self.get(SPLIT_SOURCE), tiers, mono, interval) or changed
@@ -543,7 +544,10 @@ class Module(Commands, MgrModule):
         intervals."""
         hist = self._book.get(pid)
         newest = hist.latest if hist is not None else None
-        return newest is None or mono - newest.sample.mono >= float(self.sleep_interval) / 2
+        # Never under MIN_RATE_INTERVAL_S: at sleep_interval 1 a sample kept
+        # 0.5 s on had no rates, its interval's IO in none (a review helper).
+        return newest is None or mono - newest.sample.mono >= max(float(self.sleep_interval) / 2,
+                                                                  MIN_RATE_INTERVAL_S)
 
     def _forget_across_overlay_changes_locked(self, tiers: Dict[int, CacheTier]) -> List[int]:
         """Drop the samples of a tier whose base overlay came or went since

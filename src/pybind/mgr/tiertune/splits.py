@@ -83,6 +83,20 @@ class SplitWatch:
     # clock; -inf: at once).  Per pool: another pool's split or merge
     # steps must neither hurry nor delay its reads.
     next_read: Dict[int, float] = field(default_factory=dict)
+    # The sleep_interval next_read was set under (reschedule).
+    interval_s: Optional[float] = None
+
+    def reschedule(self, interval_s: float) -> None:
+        """Reads due RECHECK_TICKS sleep intervals after the last one, on
+        the interval now: set under an older one, lowered from 3600 s to 3
+        s and the PGs scrubbed, the pool stayed unread (and held, and
+        TIERTUNE_SPLIT_UNSCRUBBED raised) for 4 h (a review helper)."""
+        if self.interval_s is not None and interval_s != self.interval_s:
+            shift = RECHECK_TICKS * (interval_s - self.interval_s)
+            for pid, t in self.next_read.items():
+                if math.isfinite(t):
+                    self.next_read[pid] = t + shift
+        self.interval_s = interval_s
 
     def observe(self, tiers: Mapping[int, CacheTier]) -> bool:
         """Note each tier's pg_num; a pool new to the watch or whose pg_num
@@ -134,6 +148,7 @@ class SplitWatch:
                 changed = True
             elif tier.pg_change is None:
                 self.next_read[pid] = mono + RECHECK_TICKS * interval_s
+        self.interval_s = interval_s
         return changed
 
     def failed(self, looked_at: Collection[int], mono: float, interval_s: float) -> None:
@@ -142,6 +157,7 @@ class SplitWatch:
         for pid in looked_at:
             if pid in self.watching:
                 self.next_read[pid] = mono + RECHECK_TICKS * interval_s
+        self.interval_s = interval_s
 
     def shown(self, looked_at: Collection[int]) -> Dict[int, int]:
         """The counts to show and hold on: those of the pools looked at (a

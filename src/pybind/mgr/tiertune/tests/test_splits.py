@@ -5,7 +5,14 @@ import copy
 import json
 
 from conftest import restart
-from tiertune.splits import RECHECK_TICKS, PoolPgs, SplitWatch, pool_pgs, split_watch_from_store
+from tiertune.splits import (
+    RECHECK_TICKS,
+    SPLIT_SOURCE,
+    PoolPgs,
+    SplitWatch,
+    pool_pgs,
+    split_watch_from_store,
+)
 
 # The recording's ticks are about 3.3 s apart.
 TICK_S = 3
@@ -270,3 +277,39 @@ def test_one_pools_pg_moves_neither_hurry_nor_delay_anothers_reads(burst):
     assert w.observe({q: tq, p: at_rest(tp, n - 5)})
     assert w.due([q, p], 60.0) and not w.due([q], 60.0)
     assert w.due([q], 120.0)
+
+
+def _set_options(m, **opts):
+    m._ceph_get_module_option = lambda mod, key, *a: opts.get(key)
+    m.config_notify()
+
+
+def test_a_lowered_sleep_interval_brings_the_next_read_after_a_split_in(burst, make_module):
+    """Read under sleep_interval 3600, the next read was due 4 h on;
+    lowered to 3 s and the PGs scrubbed, the pool stayed unread, held and
+    warned of for those 4 h (a review helper)."""
+    recs = burst['samples']
+    m, get = make_module(with_pg_stats(recs[0]['inputs'], 3))
+    _set_options(m, sleep_interval=3600)
+    m.tick(recs[0]['mono'], recs[0]['wall'])
+    assert 'TIERTUNE_SPLIT_UNSCRUBBED' in m.health
+    _set_options(m, sleep_interval=3)
+    for rec in recs[1:]:                    # 53 s of 3 s ticks: 4 x 3 s is 12 s
+        get.inputs = with_pg_stats(rec['inputs'], 0)
+        m.tick(rec['mono'], rec['wall'])
+    assert get.asked.count(SPLIT_SOURCE) == 2
+    assert 'TIERTUNE_SPLIT_UNSCRUBBED' not in m.health
+
+
+def test_a_woken_tick_at_sleep_interval_1_keeps_no_sample_without_rates(burst, make_module):
+    """Half a sleep_interval of 1 is 0.5 s, under the 1 s a rate needs."""
+    recs = burst['samples']
+    m, get = make_module(recs[0]['inputs'])
+    _set_options(m, sleep_interval=1)
+    for rec in recs[:8]:
+        get.inputs = rec['inputs']
+        m.tick(rec['mono'], rec['wall'])
+    get.inputs = recs[8]['inputs']
+    m.tick(recs[7]['mono'] + 0.7, recs[7]['wall'] + 0.7, woken=True)
+    hist = m._book.get(cache_id(get.inputs))
+    assert hist.latest.sample.mono == recs[7]['mono'] and hist.latest.rates is not None
