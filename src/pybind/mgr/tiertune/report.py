@@ -114,8 +114,14 @@ def _levels_row(tier: CacheTier, hist: Optional[PoolHistory], now_mono: float) -
     return row
 
 
+# Fill and dirty to the mon's ratio grid (a micro): the plain table's
+# percentages are formatted from these, and from 4 places they were
+# rounded twice (0.695513 showed as 69.5%).
+LEVEL_PLACES = 6
+
+
 def _round(v: Optional[float]) -> Optional[float]:
-    return None if v is None else round(v, 4)
+    return None if v is None else round(v, LEVEL_PLACES)
 
 
 def fmt_bytes(n: Optional[float]) -> str:

@@ -137,6 +137,21 @@ def test_status_plain_is_an_aligned_table(burst, make_module):
     assert row.index('writeback') == header.index('MODE')
 
 
+def test_status_plain_fill_and_dirty_are_the_levels_rounded_once(burst, make_module):
+    m, get = run_ticks(make_module, burst['samples'])
+    (row,) = json.loads(m._cmd_status(format='json').stdout)['pools']
+    target = burst['spec']['target_max_bytes']
+    fill, dirty = row['bytes']['user'] / target, row['bytes']['dirty'] / target
+    assert row['fill'] == pytest.approx(fill, abs=1e-6)
+    assert row['dirty'] == pytest.approx(dirty, abs=1e-6)
+    header, line = m._cmd_status().stdout.split('\n')[:2]
+    cells = line.split()
+    # The recorded burst's last sample is 0.652532 full: once rounded,
+    # 65.3% (rounded to 4 places first, the table said 65.2%).
+    assert f'{fill * 100:.1f}%' == '65.3%'
+    assert f'{fill * 100:.1f}%' in cells and f'{dirty * 100:.1f}%' in cells
+
+
 def test_status_plain_says_under_the_table_why_a_pool_was_set_to_warn(burst, make_module):
     m, get = run_ticks(make_module, burst['samples'][:3])
     (pid,) = m._tiers
