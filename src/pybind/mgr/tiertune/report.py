@@ -152,7 +152,7 @@ def fmt_rate(v: Optional[float], unit: str = '/s') -> str:
 
 
 COLUMNS = ['POOL', 'BASE', 'MODE', 'TARGET', 'FILL', 'DIRTY', 'RATIOS D/H/F', 'AUTOTUNE',
-           'NEW D/H/F',
+           'NEW D/H/F', 'ACTION',
            'FLUSH', 'EVICT', 'PROMOTE', 'RD CACHE/BASE', 'WR CACHE/BASE',
            'AGENT PGS HI/LO/SOME/FULL', 'HIT SET', 'AGE']
 
@@ -166,6 +166,18 @@ def _cache_base(rates: Dict[str, Any], op: str) -> str:
     # A negative interval value is reporting skew between OSDs (see Rates).
     base = fmt_bytes(None if proxied is None else max(proxied, 0.0))
     return f'{cache}/s / {base}/s' if proxied is not None else f'{cache}/s / -'
+
+
+def _action_cell(row: Dict[str, Any]) -> str:
+    """The last tick's decision: a NEW D/H/F unlike the ratios may be a
+    step under way, held (a hold reason, the rate limit) or only warned
+    of, and only the JSON said which (a review helper)."""
+    d = row.get('decision')
+    if not d:
+        return '-'
+    if d['action'] == 'change' and row.get('autotune', {}).get('mode') != 'on':
+        return 'would change'
+    return str(d['action'])
 
 
 def _hit_set_cell(hs: Dict[str, Any]) -> str:
@@ -193,6 +205,7 @@ def _table_cells(row: Dict[str, Any]) -> List[str]:
         fmt_pct(row['fill']), fmt_pct(row['dirty']),
         _dhf(r), row.get('autotune', {}).get('mode', '-'),
         _dhf(row['recommended']) if row.get('recommended') else '-',
+        _action_cell(row),
         fmt_bytes(rates.get('flush_bytes_sec')) + '/s' if rates else '-',
         fmt_bytes(rates.get('evict_bytes_sec')) + '/s' if rates else '-',
         fmt_rate(rates.get('promote_ops_sec'), ' op/s') if rates else '-',

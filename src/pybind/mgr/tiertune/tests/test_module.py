@@ -152,6 +152,32 @@ def test_status_plain_fill_and_dirty_are_the_levels_rounded_once(burst, make_mod
     assert f'{fill * 100:.1f}%' in cells and f'{dirty * 100:.1f}%' in cells
 
 
+def _table_cell(m, column):
+    header, line = m._cmd_status().stdout.split('\n')[:2]
+    start = header.index(column)
+    return line[start:].split('  ')[0]
+
+
+def test_status_plain_says_what_the_last_tick_decided(burst, make_module, monkeypatch):
+    """NEW D/H/F alone did not say whether the ratios were held, changed or
+    only warned of: that was in the JSON only."""
+    m, get = run_ticks(make_module, burst['samples'])
+    pool = burst['spec']['cache_pool']
+    # The recorded burst is too short to fit a model on: held.
+    assert _table_cell(m, 'ACTION') == 'hold'
+    from tiertune.topology import Ratios
+    force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
+    m._pool_set = lambda p, var, val: None
+    last = burst['samples'][-1]
+    m.tick(last['mono'] + 30, last['wall'] + 30)
+    assert _table_cell(m, 'ACTION') == 'would change'     # warn: nothing sent
+    assert m._cmd_mode(pool, 'on').retval == 0
+    m.tick(last['mono'] + 60, last['wall'] + 60)
+    assert _table_cell(m, 'ACTION') == 'change'
+    assert m._cmd_mode(pool, 'off').retval == 0
+    assert _table_cell(m, 'ACTION') == '-'
+
+
 def test_status_plain_says_under_the_table_why_a_pool_was_set_to_warn(burst, make_module):
     m, get = run_ticks(make_module, burst['samples'][:3])
     (pid,) = m._tiers
