@@ -91,6 +91,9 @@ class Module(Commands, MgrModule):
         self.sleep_interval = 30
         self.history_size = 120
         self.samples_save_interval = 300
+        # Per option, the problem last warned of in the mgr log (see
+        # _warn_option_once).
+        self._option_warned: Dict[str, str] = {}
         # Per pool with samples in the store (written, or found at load),
         # when (monotonic) they were last written; -inf for a key found at
         # load that gave nothing to restore (due at once).
@@ -162,11 +165,13 @@ class Module(Commands, MgrModule):
             except (TypeError, ValueError, ArithmeticError) as e:
                 # A value the mgr cannot convert (`config set --force`
                 # skips the mon's check): raised here, it would end serve.
-                self.log.warning('%s: unusable value (%s): keeping %s', name, e,
-                                 getattr(self, name))
+                self._warn_option_once(name, f'unusable value ({e}): keeping '
+                                             f'{getattr(self, name)}')
                 continue
             if held != value:
-                self.log.warning('%s %s is outside its bounds: using %d', name, value, held)
+                self._warn_option_once(name, f'{value} is outside its bounds: using {held}')
+            else:
+                self._option_warned.pop(name, None)
             changed = changed or held != getattr(self, name)
             setattr(self, name, held)
         # The lock only for a resize: a reset holds it over its mon
@@ -176,6 +181,13 @@ class Module(Commands, MgrModule):
                 if self._book.size != int(self.history_size):
                     self._book.resize(int(self.history_size))
         return changed
+
+    def _warn_option_once(self, name: str, problem: str) -> None:
+        # Once per value: config_notify runs on every config change in
+        # the cluster, and the same warning each time buried the mgr log.
+        if self._option_warned.get(name) != problem:
+            self._option_warned[name] = problem
+            self.log.warning('%s %s', name, problem)
 
     def _ensure_loaded(self) -> None:
         """For commands.  The mgr takes commands as soon as the module is

@@ -467,6 +467,29 @@ def test_an_option_value_the_mgr_cannot_convert_keeps_the_last_one(burst, make_m
     assert m.sleep_interval == 30
 
 
+def test_an_unusable_option_is_warned_of_once_per_value_not_per_config_change(
+        burst, make_module):
+    """The mgr calls config_notify on every config change of the cluster:
+    the same warning each time filled the mgr log."""
+    m, get = make_module(burst['samples'][0]['inputs'])
+    warned = []
+    m.log.warning = lambda fmt, *a: warned.append(fmt % a)
+    value = [0]
+    m._ceph_get_module_option = lambda mod, key, *a: value[0] if key == 'sleep_interval' \
+        else None
+    for _ in range(5):
+        m.config_notify()
+    assert warned == ['sleep_interval 0 is outside its bounds: using 1']
+    value[0] = -3
+    m.config_notify()
+    assert len(warned) == 2 and '-3' in warned[1]
+    value[0] = 7            # fixed: no warning; the old one may come back
+    m.config_notify()
+    value[0] = -3
+    m.config_notify()
+    assert len(warned) == 3 and m.sleep_interval == 1
+
+
 def test_history_size_option_resizes(burst, make_module):
     m, get = run_ticks(make_module, burst['samples'])
     m._ceph_get_module_option = lambda mod, key, *a: 3 if key == 'history_size' else None
