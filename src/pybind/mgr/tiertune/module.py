@@ -547,13 +547,13 @@ class Module(Commands, MgrModule):
 
     def _sample_due_locked(self, pid: int, mono: float) -> bool:
         """Whether a tick a command woke keeps the pool's new sample: only
-        once half a sleep_interval has passed since its last (or when it
-        has none).  A shorter interval spans fewer of the OSDs' stats
-        reports (every 5 s) than the ticks' own, so its rates are mostly
-        noise (its latest-interval figures, such as the base's client load,
-        read 0 or a multiple), and each sample takes a place in the bounded
-        history: a few dozen commands would cut its span by as many
-        intervals."""
+        once half a sleep_interval, and at least MIN_RATE_INTERVAL_S, has
+        passed since its last (or when it has none).  A shorter interval
+        spans fewer of the OSDs' stats reports (every 5 s) than the ticks'
+        own, so its rates are mostly noise (its latest-interval figures,
+        such as the base's client load, read 0 or a multiple), and each
+        sample takes a place in the bounded history: a few dozen commands
+        would cut its span by as many intervals."""
         hist = self._book.get(pid)
         newest = hist.latest if hist is not None else None
         # Never under MIN_RATE_INTERVAL_S: at sleep_interval 1 a sample kept
