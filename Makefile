@@ -157,7 +157,7 @@ bench-full-risk: deps-test
 
 # tiertune started 20 s (the suite's protocol) and 90 s before the
 # workload, beside Ceph's defaults and best-static's seed-0 pick, on PG
-# spreads 0-4 (about 20 min on 2 cores).
+# spreads 0-4 (about 10 to 12 min on 2 cores: bench-results/sim/warm-start.md).
 bench-warm-start: deps-test
 	$(PYTHON) tools/bench/warm_start.py --lead-ticks 2,9 --seeds 5
 
