@@ -103,6 +103,11 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
         return gate('none', f'{shares}: almost nothing is proxied to the base',
                     write=write, read=read, promote=promote_now)
 
+    unknobbed = _no_promote_knobs(tier)
+    if unknobbed is not None:
+        return gate('none', f'{shares}; {unknobbed}: neither the recency settings nor the '
+                    'promote throttle apply', write=write, read=read, promote=promote_now)
+
     busy = dt[active]
     busy_s = float(np.add.reduce(busy))
     promote_busy = float(s.promote[window][active].dot(busy)) / busy_s
@@ -133,6 +138,26 @@ def _promote(s: _Series, tier: CacheTier, limits: PromoteLimits,
     return gate('none', f'{shares}; {promotes} and recency is already 0: the rest is first '
                 'touches of uncached objects, which the cache proxies and then promotes',
                 write=write, read=read, promote=promote_now)
+
+
+def _no_promote_knobs(tier: CacheTier) -> Optional[str]:
+    """Why the OSD reads neither min_*_recency_for_promote nor the promote
+    throttle for the tier, or None when it does: only a writeback tier
+    with hit sets calls maybe_promote (PrimaryLogPG::maybe_handle_cache_detail);
+    in the other modes, and without hit sets, a miss promotes or is
+    proxied whatever they are (the gate recommended a recency that
+    changes nothing: a review helper)."""
+    mode = tier.cache_mode
+    if mode in ('readproxy', 'readforward'):
+        return f'cache_mode {mode}: writes always promote, reads are always proxied'
+    if mode == 'readonly':
+        return ('cache_mode readonly: reads of uncached objects always promote, writes go '
+                'to the base')
+    if mode != 'writeback':
+        return f'cache_mode {mode}: every op is proxied, none promotes'
+    if not tier.hit_set.active:
+        return 'no hit sets: every miss promotes at once'
+    return None
 
 
 def _throttle_recommend(demand_ops: float, avg_obj: float,

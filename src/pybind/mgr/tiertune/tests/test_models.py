@@ -414,6 +414,30 @@ def test_synthetic_recency_zero_is_not_blamed():
     assert g.limiter == 'none' and g.recommend == {}
 
 
+@pytest.mark.parametrize('tier, why', [
+    (make_tier(cache_mode='readproxy'), 'cache_mode readproxy: writes always promote, reads '
+                                        'are always proxied'),
+    (make_tier(cache_mode='readforward'), 'cache_mode readforward: writes always promote, '
+                                          'reads are always proxied'),
+    (make_tier(cache_mode='readonly'), 'cache_mode readonly: reads of uncached objects always '
+                                       'promote, writes go to the base'),
+    (make_tier(hit_set=HitSetSettings('none', 0, 0, None, 0, 0)),
+     'no hit sets: every miss promotes at once')])
+@pytest.mark.parametrize('promote_per_s', [2, 48])
+def test_no_recency_or_throttle_advice_where_the_osd_applies_neither(tier, why, promote_per_s):
+    """The OSD reads min_*_recency_for_promote and the promote throttle
+    only for a writeback tier with hit sets (PrimaryLogPG::maybe_promote);
+    in the other modes a miss promotes, or is proxied, whatever they are.
+    Status recommended lowering a recency (or raising the throttle) that
+    changes nothing."""
+    limits = PromoteLimits(max_objects_sec_per_osd=25, max_bytes_sec_per_osd=5 * MiB, osds=2)
+    g = gated_sim(dataclasses.replace(tier, min_write_recency_for_promote=2),
+                  promote_per_s=promote_per_s).fit(limits).promote
+    assert g.limiter == 'none' and g.recommend == {}
+    assert g.write_absorbed == pytest.approx(50 / 150)
+    assert why in g.detail and 'neither the recency settings nor the promote throttle' in g.detail
+
+
 def test_synthetic_everything_absorbed_needs_no_limiter():
     g = gated_sim(make_tier(), promote_per_s=0, proxied_per_s=0).fit().promote
     assert g.limiter == 'none' and g.write_absorbed == pytest.approx(1.0)
