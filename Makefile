@@ -38,7 +38,7 @@ HELD_OUT ?= 10
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
 	bench-agent-pacing bench-agent-priority bench-full-spells bench-full-risk bench-warm-start \
 	bench-switch-time bench-hit-set-drop bench-fit-cost \
-	bench-evict-rate
+	bench-evict-rate bench-sim-defaults
 
 check: deps-test lint unit standalone
 
@@ -160,6 +160,12 @@ bench-full-risk: deps-test
 # spreads 0-4 (about 10 to 12 min on 2 cores: bench-results/sim/warm-start.md).
 bench-warm-start: deps-test
 	$(PYTHON) tools/bench/warm_start.py --lead-ticks 2,9 --seeds 5
+
+# tiertune at the module's defaults (30 s tick, min_interval_s 600) beside
+# the suite's settings, Ceph's defaults and best-static's seed-0 pick, every
+# shipped scenario (about 9 min on 2 cores: bench-results/sim/at-defaults.md).
+bench-sim-defaults: deps-test
+	$(PYTHON) tools/bench/at_defaults.py --out $(BENCH_SIM_DIR)/at-defaults.md
 
 # What the time of a ratio change costs on the two read scenarios (seconds).
 bench-switch-time: deps-test

@@ -3,7 +3,11 @@
   static:D,H,F   fixed ratios (Ceph's defaults: static:0.4,0.6,0.8; the
                  OSiRIS site's: static:0.3,0.4,0.7)
   tiertune       the module's own code, through the interface the module
-                 uses (mgr-shaped osd_map/pool_stats in, `osd pool set` out)
+                 uses (mgr-shaped osd_map/pool_stats in, `osd pool set` out),
+                 with the benchmarks' settings (BENCH_CONFIG)
+  tiertune-defaults
+                 simulator only: the same at the module's defaults, as an
+                 operator who only turns it on runs it (DEFAULTS_CONFIG)
   best-static    the best static:D,H,F in hindsight (a grid searched on the
                  simulator; see run.py)
   clairvoyant    simulator only: told the phases in advance, it holds the
@@ -21,7 +25,7 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 MGR_DIR = REPO / 'src' / 'pybind' / 'mgr'
@@ -32,6 +36,24 @@ CEPH_DEFAULTS = (0.4, 0.6, 0.8)
 # hit_set_period as the rate limit, which scenarios minutes long need.
 TIERTUNE_SLEEP_INTERVAL_S = 10.0
 TIERTUNE_SETTINGS: Dict[str, float] = {'min_interval_s': 0.0}
+# sleep_interval's default in the module's options (options.py, which needs
+# mgr_module; a harness test holds the two equal).
+MODULE_SLEEP_INTERVAL_S = 30.0
+
+
+@dataclass(frozen=True)
+class TiertuneConfig:
+    """How the module runs in a run: its tick, and the per-pool settings
+    set before it starts (none: every bound and knob at its default)."""
+    sleep_interval_s: float
+    settings: Mapping[str, float]
+
+
+BENCH_CONFIG = TiertuneConfig(TIERTUNE_SLEEP_INTERVAL_S, TIERTUNE_SETTINGS)
+# Its defaults: a tick every 30 s, and min_interval_s 600, so the rate
+# limit is 10 minutes, not the scenarios' 60 s hit_set_period.
+DEFAULTS_CONFIG = TiertuneConfig(MODULE_SLEEP_INTERVAL_S, {})
+TIERTUNE_CONFIGS = {'tiertune': BENCH_CONFIG, 'tiertune-defaults': DEFAULTS_CONFIG}
 
 
 def _reraise(msg: str) -> None:
@@ -46,7 +68,8 @@ class PolicyError(ValueError):
 
 @dataclass(frozen=True)
 class PolicySpec:
-    kind: str            # static | tiertune | best-static | clairvoyant | no-tier
+    kind: str            # static | tiertune | tiertune-defaults | best-static | clairvoyant
+    #                      | no-tier
     ratios: Optional[Tuple[float, float, float]] = None
 
     @property
@@ -65,10 +88,10 @@ def parse(text: str) -> PolicySpec:
         if not 0 <= d <= h <= f <= 1:
             raise PolicyError(f'{text!r}: ratios must satisfy 0 <= D <= H <= F <= 1')
         return PolicySpec('static', (d, h, f))
-    if text in ('tiertune', 'best-static', 'clairvoyant', 'no-tier'):
+    if text in ('tiertune', 'tiertune-defaults', 'best-static', 'clairvoyant', 'no-tier'):
         return PolicySpec(text)
-    raise PolicyError(f'unknown policy {text!r} (static:D,H,F, tiertune, best-static, '
-                      f'clairvoyant, no-tier)')
+    raise PolicyError(f'unknown policy {text!r} (static:D,H,F, tiertune, tiertune-defaults, '
+                      f'best-static, clairvoyant, no-tier)')
 
 
 def tiertune_package() -> Dict[str, Any]:
@@ -90,9 +113,11 @@ class TiertuneDriver:
     def __init__(self, get: Callable[[str], Any], pool_set: Callable[[str, str, str],
                  Optional[str]], osds: int, promote_objects_s: float,
                  promote_bytes_s: float, history_size: int = 120,
-                 log: Callable[[str], None] = lambda m: None) -> None:
+                 log: Callable[[str], None] = lambda m: None,
+                 config: TiertuneConfig = BENCH_CONFIG) -> None:
         tt = tiertune_package()
         self.tt = tt
+        self.config = config
         self.get = get
         self.book = tt['rates'].HistoryBook(history_size)
         self.tuner = tt['tuner'].Tuner()
@@ -111,7 +136,7 @@ class TiertuneDriver:
         for pid in tiers:
             ps = st.pool(pid)
             ps.mode = 'on'
-            for key, value in TIERTUNE_SETTINGS.items():
+            for key, value in self.config.settings.items():
                 b, k, problem = self.tt['bounds'].with_setting(ps.bounds, ps.knobs, key, value)
                 if problem:
                     raise PolicyError(f'tiertune setting {key}={value}: {problem}')
@@ -131,5 +156,5 @@ class TiertuneDriver:
         limits = {pid: tt['models'].PromoteLimits(max_objects_sec_per_osd=objects,
                                                   max_bytes_sec_per_osd=nbytes, osds=osds)
                   for pid in tiers}
-        self.tuner.step(tiers, self.book, [], limits, TIERTUNE_SLEEP_INTERVAL_S, self.effects,
+        self.tuner.step(tiers, self.book, [], limits, self.config.sleep_interval_s, self.effects,
                         mono, wall)

@@ -9,8 +9,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 import numpy as np
 from policies import (
     CEPH_DEFAULTS,
-    TIERTUNE_SETTINGS,
-    TIERTUNE_SLEEP_INTERVAL_S,
+    TIERTUNE_CONFIGS,
     PolicyError,
     PolicySpec,
     TiertuneDriver,
@@ -109,7 +108,8 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
     timeline = Timeline(sc, bins)
     driver: Optional[TiertuneDriver] = None
     applied = 0
-    if policy.kind == 'tiertune':
+    config = TIERTUNE_CONFIGS.get(policy.kind)
+    if config is not None:
         assert isinstance(sim, TierSim)
         get = mgr_view.getter(sim)
 
@@ -118,16 +118,17 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         tier = sc.tier
         driver = TiertuneDriver(get, pool_set, osds=sim.osds,
                                 promote_objects_s=tier.promote_max_objects_s_per_osd,
-                                promote_bytes_s=tier.promote_max_mib_s_per_osd * MiB, log=log)
+                                promote_bytes_s=tier.promote_max_mib_s_per_osd * MiB, log=log,
+                                config=config)
     next_tick = 0.0
+    tick_s = config.sleep_interval_s if config is not None else 0.0
     if driver is not None:
         # The module runs before the workload starts: with the default two
         # ticks of the idle tier it has one idle interval, so a first burst
         # starting at t=0 is seen to start, not taken for one already under
         # way; with more it may fit the idle tier and move the ratios.
         for k in range(lead_in_ticks, 0, -1):
-            driver.tick(mono=-k * TIERTUNE_SLEEP_INTERVAL_S,
-                        wall=1.7e9 - k * TIERTUNE_SLEEP_INTERVAL_S)
+            driver.tick(mono=-k * tick_s, wall=1.7e9 - k * tick_s)
     # What the run starts from (the ticks before it may already have moved them).
     r0 = sim.ratios
     changes: List[Dict[str, float]] = [{'t': 0.0, 'dirty': r0.dirty,
@@ -150,7 +151,7 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         before = sim.epoch
         if driver is not None and t >= next_tick:
             driver.tick(mono=t, wall=1.7e9 + t)
-            next_tick = t + TIERTUNE_SLEEP_INTERVAL_S
+            next_tick = t + tick_s
         elif policy.kind == 'clairvoyant':
             d = _clairvoyant_target(sc, t)
             if abs(d - sim.ratios.dirty) > 1e-9:
@@ -214,10 +215,10 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         params={'step_s': STEP_S, 'fine_steps': FINE_STEPS, 'seed': seed, 'bins': bins.count,
                 'pg_num': sc.pg_num,
                 'cache_osds': sim.osds, 'cpu_s': round(time.process_time() - started, 2),
-                'tiertune_sleep_interval_s': TIERTUNE_SLEEP_INTERVAL_S,
-                'tiertune_lead_in_s': (lead_in_ticks * TIERTUNE_SLEEP_INTERVAL_S
-                                       if driver is not None else 0.0),
-                'tiertune_settings': dict(TIERTUNE_SETTINGS)})
+                'tiertune_sleep_interval_s': (config or TIERTUNE_CONFIGS['tiertune']
+                                              ).sleep_interval_s,
+                'tiertune_lead_in_s': lead_in_ticks * tick_s if driver is not None else 0.0,
+                'tiertune_settings': dict((config or TIERTUNE_CONFIGS['tiertune']).settings)})
 
 
 def _aggregate(steps: int, tput: np.ndarray, wp99: np.ndarray, dirty: np.ndarray,
