@@ -280,7 +280,7 @@ class DecisionRecord:
     old: Ratios
     new: Ratios
     reason: str
-    result: str                  # 'applied' | 'failed: ...' | 'reset' | 'recommended'
+    result: str                  # 'applied' | 'failed: ...' | 'incomplete: ...' | 'reset'
 
     def to_dict(self) -> Dict[str, Any]:
         return {'time': self.time, 'pool': self.pool, 'mode': self.mode,

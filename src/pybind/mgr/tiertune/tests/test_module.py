@@ -756,6 +756,24 @@ def test_health_is_set_from_the_tick(burst, make_module):
     assert m.health == {}
 
 
+@pytest.mark.parametrize('cache_mode, blocks', [('writeback', True), ('readproxy', True),
+                                               ('readonly', False), ('proxy', False)])
+def test_no_target_says_writes_block_only_on_a_tier_that_takes_them(burst, make_module,
+                                                                      cache_mode, blocks):
+    """A readonly or proxy tier takes no client writes: 'writes block once
+    it fills' was wrong there (a review helper)."""
+    inputs = without_targets(burst)
+    for p in inputs['osd_map']['pools']:
+        if p['tier_of'] >= 0:
+            p['cache_mode'] = cache_mode
+    m, get = make_module(inputs)
+    m.tick()
+    (line,) = m.health['TIERTUNE_NO_TARGET']['detail']
+    assert line.startswith(f'pool {burst["spec"]["cache_pool"]} has no target_max_bytes/objects')
+    assert 'it grows until its OSDs fill' in line
+    assert line.endswith(', where client writes block') == blocks
+
+
 def test_ticks_failing_in_a_row_raise_a_health_check_until_one_runs(burst, make_module):
     """A loop that keeps failing (here pool_stats unreadable) says so in
     health after TICK_FAILURES_WARN ticks, keeps the checks of the last
