@@ -119,16 +119,6 @@ def predicted_full(view: PoolView, horizon_s: float) -> Optional[Band]:
     return ttf if view.fitted and ttf is not None and ttf.value < horizon_s else None
 
 
-# The cache modes whose tier takes client writes (readforward is
-# readproxy from Luminous on); proxy and forward send them to the base,
-# readonly redirects them there.
-WRITE_CACHE_MODES = ('writeback', 'readproxy', 'readforward')
-
-
-def takes_writes(tier: CacheTier) -> bool:
-    return tier.overlay and tier.cache_mode in WRITE_CACHE_MODES
-
-
 def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
                   settings: Settings, hold: Optional[FullRiskHold] = None,
                   mono: float = 0.0,
@@ -186,7 +176,7 @@ def health_checks(tiers: Mapping[int, CacheTier], views: Mapping[int, PoolView],
         if not tier.has_target:
             no_target.append(f'pool {tier.pool} has no target_max_bytes/objects: its agent '
                              f'never flushes or evicts, so it grows until its OSDs fill'
-                             + (', where client writes block' if takes_writes(tier) else ''))
+                             + (', where client writes block' if tier.takes_client_writes else ''))
         failure = (failures or {}).get(pid)
         if failure is not None and failure.ticks >= TICK_FAILURES_WARN:
             failed.append(pool_failed_line(tier.pool, failure))

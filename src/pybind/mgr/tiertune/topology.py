@@ -118,10 +118,21 @@ class CacheTier:
                 else 'straight to the base')
 
     @property
+    def takes_client_writes(self) -> bool:
+        """Whether clients' writes land in this tier: through the overlay,
+        in a mode that keeps them."""
+        return self.overlay and self.cache_mode in WRITE_CACHE_MODES
+
+    @property
     def has_target(self) -> bool:
         # Without either target the OSD agent never flushes or evicts.
         return self.target_max_bytes > 0 or self.target_max_objects > 0
 
+
+# The cache modes whose tier takes client writes (readforward is
+# readproxy from Luminous on); proxy and forward send them to the base,
+# readonly redirects them there.
+WRITE_CACHE_MODES = ('writeback', 'readproxy', 'readforward')
 
 # The CacheTier fields a tick sets from outside the OSD map (splits,
 # agent_config, the OSD states): what commands carry from the last tick.
