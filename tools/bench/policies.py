@@ -110,7 +110,7 @@ class TiertuneDriver:
     """One tiertune tick against any mgr-shaped source: what Module.tick
     does, minus persistence, health and progress (the mgr glue)."""
 
-    def __init__(self, get: Callable[[str], Any], pool_set: Callable[[str, str, str],
+    def __init__(self, get: Callable[[str], Any], pool_set: Callable[[int, str, str, str],
                  Optional[str]], osds: int, promote_objects_s: float,
                  promote_bytes_s: float, history_size: int = 120,
                  log: Callable[[str], None] = lambda m: None,

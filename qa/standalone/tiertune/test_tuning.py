@@ -291,3 +291,18 @@ def test_a_new_idle_tier_keeps_full_until_clients_read_from_it(cluster):
         for pool in (NEW_CACHE, NEW_BASE):
             c.ceph('osd', 'pool', 'rm', pool, pool, '--yes-i-really-really-mean-it',
                    check=False)
+
+
+def test_the_mons_reply_to_osd_pool_set_names_the_pool_set_by_id(cluster):
+    """tiertune checks that the mon set the pool its change was for: the
+    command can only name the pool, and a rename plus another tier given
+    the old name would send it elsewhere.  The check reads the pool's id
+    from the mon's reply, in this form (tiertune.actuation.SET_REPLY; a
+    unit test holds the parser to the same text).  The value set is the
+    pool's own: nothing changes."""
+    (pid,) = [p['pool_id'] for p in cluster.ceph_json('osd', 'pool', 'ls', 'detail')
+              if p['pool_name'] == POOL]
+    d = cluster.ceph_json('osd', 'pool', 'get', POOL, 'cache_target_dirty_ratio')
+    value = f"{d['cache_target_dirty_ratio']:.6f}"
+    out = cluster.ceph('osd', 'pool', 'set', POOL, 'cache_target_dirty_ratio', value)
+    assert out.stderr.strip() == f'set pool {pid} cache_target_dirty_ratio to {value}'

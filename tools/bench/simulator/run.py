@@ -113,7 +113,7 @@ def simulate(sc: Scenario, policy: PolicySpec, seed: int = 0,
         assert isinstance(sim, TierSim)
         get = mgr_view.getter(sim)
 
-        def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+        def pool_set(pool_id: int, pool: str, var: str, val: str) -> Optional[str]:
             return sim.pool_set(var, val)
         tier = sc.tier
         driver = TiertuneDriver(get, pool_set, osds=sim.osds,

@@ -6,6 +6,7 @@ after every single command, not just at the end.
 """
 
 import math
+import re
 from typing import Dict, List, Optional, Tuple
 
 from .topology import MICRO, Ratios
@@ -16,6 +17,10 @@ POOL_VARS = {'dirty': 'cache_target_dirty_ratio',
 
 # Bottom to top: the order the invariant dirty <= dirty_high <= full reads in.
 ORDER = ('dirty', 'dirty_high', 'full')
+
+# The mon's reply to `osd pool set` names the pool it set by id
+# (OSDMonitor::prepare_command_pool_set: "set pool <id> <var> to <val>").
+SET_REPLY = re.compile(r'set pool (-?\d+) ')
 
 
 def to_micro(value: float) -> int:
@@ -97,3 +102,19 @@ def plan(current: Ratios, target: Ratios) -> List[Tuple[str, float]]:
         pending.remove(chosen)
         out.append((POOL_VARS[chosen], round(tgt[chosen] / MICRO, 6)))
     return out
+
+
+def pool_set_elsewhere(pool_id: int, reply: str) -> Optional[str]:
+    """The error to record when the mon's reply to an `osd pool set` says
+    it set another pool than pool_id; None when it names pool_id, or names
+    no pool (a reply this code does not know: nothing to check).
+
+    The command can only name the pool (the mon looks the name up), so a
+    rename, and another tier given the old name, between the OSD map a
+    change was planned on and its command send it to that other pool.  The
+    change stops there: each further command would go to it too."""
+    m = SET_REPLY.match(reply.strip())
+    if m is None or int(m.group(1)) == pool_id:
+        return None
+    return (f'the mon set pool {m.group(1)}, not pool {pool_id}: the name was given to '
+            f'another pool since the OSD map was read; nothing more is sent')

@@ -15,6 +15,7 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 from mgr_module import MgrModule, MonCommandFailed, NotifyType
 
 from . import models, sample_store
+from .actuation import pool_set_elsewhere
 from .agent_config import agents_ops, with_agent_ops
 from .commands import Commands
 from .health import (
@@ -312,13 +313,17 @@ class Module(Commands, MgrModule):
         finally:
             self._store_lock.release()
 
-    def _pool_set(self, pool: str, var: str, val: str) -> Optional[str]:
+    def _pool_set(self, pool_id: int, pool: str, var: str, val: str) -> Optional[str]:
         try:
-            self.check_mon_command({'prefix': 'osd pool set', 'pool': pool, 'var': var,
-                                    'val': val})
+            reply = self.check_mon_command({'prefix': 'osd pool set', 'pool': pool, 'var': var,
+                                            'val': val})
         except MonCommandFailed as e:
             return str(e)
-        return None
+        wrong = pool_set_elsewhere(pool_id, reply.stderr)
+        if wrong is not None:
+            self.log.error('osd pool set %s %s %s: %s', pool, var, val, wrong)
+            self._audit(f'tiertune: osd pool set {pool} {var} {val}: {wrong}')
+        return wrong
 
     def _audit(self, msg: str) -> None:
         self.cluster_log('audit', self.ClusterLogPrio.INFO, msg)

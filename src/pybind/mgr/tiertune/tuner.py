@@ -63,8 +63,10 @@ FIT_BATCH = 8
 @dataclass
 class Effects:
     """What the tuner may do to the world."""
-    # Run one `osd pool set POOL VAR VAL`; an error message, or None.
-    pool_set: Callable[[str, str, str], Optional[str]]
+    # Run one `osd pool set POOL VAR VAL` for the pool of that id (the
+    # command names the pool: the id is for checking the mon's reply); an
+    # error message, or None.
+    pool_set: Callable[[int, str, str, str], Optional[str]]
     save_settings: Callable[[], None]
     save_history: Callable[[int], None]
     audit: Callable[[str], None]
@@ -575,8 +577,8 @@ class Tuner:
         """The change's commands, each sent only while go_on(); reads and
         changes no tuner state."""
         path: List[Ratios] = []
-        reached, err = cls.apply_ratios(change.tier.pool, change.tier.ratios, change.steps, eff,
-                                        path, go_on)
+        reached, err = cls.apply_ratios(change.pid, change.tier.pool, change.tier.ratios,
+                                        change.steps, eff, path, go_on)
         return ChangeResult(reached, err, tuple(path))
 
     def finish_change(self, change: 'PendingChange', result: 'ChangeResult',
@@ -638,7 +640,7 @@ class Tuner:
         eff.save_settings()
 
     @staticmethod
-    def apply_ratios(pool: str, current: Ratios, steps: Sequence['Step'], eff: Effects,
+    def apply_ratios(pid: int, pool: str, current: Ratios, steps: Sequence['Step'], eff: Effects,
                      path: Optional[List[Ratios]] = None,
                      go_on: Callable[[], bool] = lambda: True) -> Tuple[Ratios, Optional[str]]:
         """Run the commands of steps (planned_steps from current: in an
@@ -652,7 +654,7 @@ class Tuner:
         for var, value, after in steps:
             if not go_on():
                 return reached, STOPPED_NOT_ON
-            err = eff.pool_set(pool, var, f'{value:.6f}')
+            err = eff.pool_set(pid, pool, var, f'{value:.6f}')
             if err is not None:
                 return reached, f'osd pool set {pool} {var} {value:.6f}: {err}'
             reached = after
@@ -702,7 +704,7 @@ class Tuner:
         # over part way through does not go on tuning from where it stopped.
         mode_before, ps.mode = ps.mode, 'warn'
         eff.save_settings()
-        reached, err = self.apply_ratios(tier.pool, current, steps, eff, path)
+        reached, err = self.apply_ratios(pid, tier.pool, current, steps, eff, path)
         ps.planned = None
         moved = not same(reached, current)
         if moved:

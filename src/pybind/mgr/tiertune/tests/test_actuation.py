@@ -152,3 +152,19 @@ def test_misordered_endpoint_still_reaches_target():
     cur, tgt = Ratios(0.4, 0.6, 0.8), Ratios(0.7, 0.5, 0.9)   # misordered baseline
     final = run(cur, tgt)[-1]
     assert final == Ratios(0.7, 0.5, 0.9)
+
+
+def test_a_reply_naming_the_pool_or_no_pool_is_no_error():
+    from tiertune.actuation import pool_set_elsewhere
+    # The reply as the real mon gives it (a real-cluster test holds it to
+    # this form: test_the_mons_reply_to_osd_pool_set_names_the_pool_set_by_id).
+    assert pool_set_elsewhere(5, 'set pool 5 cache_target_dirty_ratio to 0.400000') is None
+    # A reply this code does not know: nothing to check, not a failure.
+    assert pool_set_elsewhere(5, '') is None
+    assert pool_set_elsewhere(5, 'pool cache set') is None
+
+
+def test_a_reply_naming_another_pool_is_an_error_naming_both():
+    from tiertune.actuation import pool_set_elsewhere
+    err = pool_set_elsewhere(5, 'set pool 12 cache_target_dirty_ratio to 0.400000\n')
+    assert err is not None and 'pool 12' in err and 'not pool 5' in err

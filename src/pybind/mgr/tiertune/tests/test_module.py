@@ -167,7 +167,7 @@ def test_status_plain_says_what_the_last_tick_decided(burst, make_module, monkey
     assert _table_cell(m, 'ACTION') == 'hold'
     from tiertune.topology import Ratios
     force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
-    m._pool_set = lambda p, var, val: None
+    m._pool_set = lambda pid, p, var, val: None
     last = burst['samples'][-1]
     m.tick(last['mono'] + 30, last['wall'] + 30)
     assert _table_cell(m, 'ACTION') == 'would change'     # warn: nothing sent
@@ -1744,7 +1744,7 @@ def test_commands_answer_while_the_tick_waits_for_the_mon(burst, make_module, mo
         tick.join(10)
     # The command in flight completes; no other is sent once the pool is
     # in warn (of three: full up, then dirty and dirty_high down).
-    assert not tick.is_alive() and sets == [(pool, 'cache_target_full_ratio', '0.900000')]
+    assert not tick.is_alive() and sets == [(pid, pool, 'cache_target_full_ratio', '0.900000')]
     ps = m._tuner.settings.pool(pid)
     assert ps.mode == 'warn' and ps.last_applied == Ratios(0.4, 0.6, 0.9)
     assert ps.planned is None and m._changing == set()
@@ -1995,7 +1995,7 @@ def test_a_tick_before_the_map_shows_its_own_last_change_holds(burst, make_modul
     assert m._cmd_set(pool, 'min_interval_s', 0.0).retval == 0
     assert m._cmd_mode(pool, 'on').retval == 0
     sent = []
-    m._pool_set = lambda p, var, val: sent.append((var, val))
+    m._pool_set = lambda pid, p, var, val: sent.append((var, val))
     from tiertune import controller
     from tiertune.topology import Ratios
     real = controller.decide
@@ -2034,7 +2034,7 @@ def test_changes_the_mon_keeps_refusing_raise_a_check(burst, make_module, monkey
     from tiertune.topology import Ratios
     force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
     refuse = [True]
-    m._pool_set = lambda p, var, val: 'Error EACCES: access denied' if refuse[0] else None
+    m._pool_set = lambda pid, p, var, val: 'Error EACCES: access denied' if refuse[0] else None
     last = burst['samples'][-1]
     for n in range(1, 4):
         assert 'TIERTUNE_CHANGE_REFUSED' not in m.health, n
@@ -2101,7 +2101,7 @@ def test_the_refusal_check_advises_a_retry_that_keeps_the_pool_following_the_def
     assert m._cmd_mode('on').retval == 0
     from tiertune.topology import Ratios
     force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
-    m._pool_set = lambda p, var, val: 'Error EACCES: access denied'
+    m._pool_set = lambda pid, p, var, val: 'Error EACCES: access denied'
     last = burst['samples'][-1]
     for n in range(1, 4):
         m.tick(last['mono'] + 1000 * n, last['wall'] + 1000 * n)
@@ -2128,7 +2128,7 @@ def test_a_tick_a_command_fails_still_writes_the_samples_it_marked_saved(
     m.samples_save_interval = 0
     force_change(monkeypatch, Ratios(0.2, 0.6, 0.8))
 
-    def lost_mon(pool, var, val):
+    def lost_mon(pid, pool, var, val):
         raise RuntimeError('mon connection lost')
     m._pool_set = lost_mon
     get.inputs = recs[-1]['inputs']
@@ -2194,3 +2194,37 @@ def test_the_status_table_says_none_for_a_pool_that_keeps_no_hit_sets(burst, mak
     header, row = m._cmd_status().stdout.splitlines()[:2]
     at = header.index('HIT SET')
     assert row[at:].startswith(cell + '  ')
+
+
+def test_a_change_the_mon_set_on_another_pool_stops_and_is_recorded_failed(
+        burst, make_module, monkeypatch):
+    """`osd pool set` names the pool, so a rename and another tier given the
+    old name between the map read and the commands send them to that other
+    pool.  The mon's reply names the pool it set by id: the first command
+    that went elsewhere is the last sent, and the change is recorded as
+    failed, not as ratios the pool now has."""
+    from mgr_module import HandleCommandResult
+
+    from tiertune.topology import Ratios
+    recs = burst['samples']
+    pool = burst['spec']['cache_pool']
+    m, get = run_ticks(make_module, recs[:6])
+    (pid,) = m._tiers
+    sent = []
+
+    def mon(cmd, inbuf=None):
+        sent.append(cmd)
+        return HandleCommandResult(0, '', f"set pool {pid + 7} {cmd['var']} to {cmd['val']}")
+    monkeypatch.setattr(m, 'check_mon_command', mon)
+    force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
+    assert m._cmd_mode(pool, 'on').retval == 0
+    before = m._tiers[pid].ratios
+    m.tick(recs[6]['mono'], recs[6]['wall'])
+    assert [c['pool'] for c in sent] == [pool]           # three planned, one sent
+    rec = list(m._tuner.history(pid))[-1]
+    assert rec.result.startswith('failed: osd pool set') and f'pool {pid + 7}' in rec.result
+    # Nothing of the change counts as the pool's own ratios.
+    assert m._tuner.settings.pools[pid].last_applied in (None, before)
+    # Said in the cluster's audit log: that other pool's ratio changed.
+    assert any(line.startswith('audit: ') and f'the mon set pool {pid + 7}' in line
+               for line in m.cluster_log_lines)

@@ -103,7 +103,7 @@ def test_synthetic_pipeline_sends_the_mon_only_ordered_bounded_steps(sc):
     def failed(msg):
         raise AssertionError(msg)
 
-    eff = Effects(pool_set=lambda pool, var, val: sets.append((var, val)) and None,
+    eff = Effects(pool_set=lambda pid, pool, var, val: sets.append((var, val)) and None,
                   save_settings=lambda: None, save_history=lambda pid: None,
                   audit=lambda msg: None, log=lambda msg: None, log_error=failed)
     book, c, base = HistoryBook(500), PoolCounters(), PoolCounters()

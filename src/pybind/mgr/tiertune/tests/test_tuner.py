@@ -23,7 +23,7 @@ class FakeMgr:
         self.saved_history: List[int] = []
         self.fail_on = fail_on
 
-    def pool_set(self, pool: str, var: str, val: str) -> Optional[str]:
+    def pool_set(self, pid: int, pool: str, var: str, val: str) -> Optional[str]:
         if self.fail_on == var:
             return 'Error EPERM: refused'
         self.sets.append((pool, var, val))
@@ -399,9 +399,9 @@ def test_a_change_whose_commands_took_long_is_timed_from_its_last(burst, monkeyp
     t.settings.mode = 'on'
     now = [mono]
 
-    def slow_set(pool: str, var: str, val: str) -> Optional[str]:
+    def slow_set(pid: int, pool: str, var: str, val: str) -> Optional[str]:
         now[0] += 15.0
-        return mgr.pool_set(pool, var, val)
+        return mgr.pool_set(pid, pool, var, val)
     eff = dataclasses.replace(mgr.effects(), pool_set=slow_set, clock=lambda: now[0])
     force_change(monkeypatch, Ratios(0.2, 0.3, 0.9))
     t.step(tiers, book, [], {}, 3.0, eff, mono, wall)
@@ -497,7 +497,7 @@ def test_a_slow_reset_that_stops_part_way_is_not_then_read_as_a_hand_change(burs
     clock = {'now': mono}
     sets: List[str] = []
 
-    def slow_then_refused(pool: str, var: str, val: str) -> Optional[str]:
+    def slow_then_refused(pid: int, pool: str, var: str, val: str) -> Optional[str]:
         sets.append(var)
         if len(sets) > 1:
             return 'Error EAGAIN: try again'
@@ -523,7 +523,7 @@ def test_a_reset_cut_short_by_a_failover_leaves_the_pool_in_warn(burst):
     stored: List[str] = []
     sets: List[str] = []
 
-    def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+    def pool_set(pid: int, pool: str, var: str, val: str) -> Optional[str]:
         if sets:
             raise Failover()
         sets.append(var)
@@ -560,7 +560,7 @@ def cut_short(burst, monkeypatch, error: Exception):
     stored: List[str] = []
     sets: List[Tuple[str, str]] = []
 
-    def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+    def pool_set(pid: int, pool: str, var: str, val: str) -> Optional[str]:
         if len(sets) == 1:
             raise error
         sets.append((var, val))
@@ -630,7 +630,7 @@ def test_a_change_recorded_before_a_failover_that_lost_its_settings_has_one_line
     t = Tuner()
     t.settings.mode = 'on'
     writes: List[Tuple[str, str]] = []
-    eff = Effects(pool_set=lambda pool, var, val: None,
+    eff = Effects(pool_set=lambda pid, pool, var, val: None,
                   save_settings=lambda: writes.append(('settings', t.settings.to_json())),
                   save_history=lambda p: writes.append(('history', history_to_store(
                       t.history(p)))),
@@ -822,7 +822,7 @@ def test_changes_after_one_whose_commands_raise_are_no_longer_planned(burst, mon
     stored: List[str] = []
     sets: List[str] = []
 
-    def pool_set(pool: str, var: str, val: str) -> Optional[str]:
+    def pool_set(pid: int, pool: str, var: str, val: str) -> Optional[str]:
         if sets:
             raise Failover()
         sets.append(pool)
