@@ -443,6 +443,7 @@ class Module(Commands, MgrModule):
         samples = take_samples(self.get, tiers, mono, wall) if ready else {}
         clock.mark('pool_stats')
         levels = {pid: agent_levels(tiers[pid], s.counters) for pid, s in samples.items()}
+        acting = {pid: s.acting for pid, s in samples.items()}
         with self._lock:
             restarted = self._forget_across_overlay_changes_locked(tiers)
             if woken:
@@ -505,7 +506,7 @@ class Module(Commands, MgrModule):
                                        self._full_risk, mono, self._tuner.failures,
                                        (int(self.history_size), float(self.sleep_interval)),
                                        self._tuner.refusals, self._bounds_block)
-                calls = self._progress_calls(active, levels, before, mono, wall)
+                calls = self._progress_calls(active, levels, acting, before, mono, wall)
             self._tick_checks = checks
             self._send_progress(calls)
             clock.mark('health_progress')
@@ -641,11 +642,12 @@ class Module(Commands, MgrModule):
         return {f'{HISTORY_PREFIX}{pid}': None for pid in gone}
 
     def _progress_calls(self, active: Dict[int, CacheTier], levels: Dict[int, AgentLevels],
-                        before: Dict[int, Optional[DecisionRecord]],
+                        acting: Dict[int, int], before: Dict[int, Optional[DecisionRecord]],
                         mono: float, wall: float) -> List[Call]:
+        """acting: per pool sampled, its sample's (PoolSample.acting)."""
         dirty = {pid: levels[pid].dirty if pid in levels else None for pid in active}
         on = {pid: self._tuner.settings.effective_mode(pid) == 'on' for pid in active}
-        calls = self._drains.tick(dirty, on, mono)
+        calls = self._drains.tick(dirty, on, mono, acting)
         for pid, tier in active.items():
             rec = _newest(self._tuner.history(pid))
             first = pid not in self._drains_looked_at and dirty.get(pid) is not None
@@ -655,13 +657,13 @@ class Module(Commands, MgrModule):
                 continue
             if rec is not before.get(pid):
                 calls += self._drains.started(pid, tier.pool, dirty.get(pid), rec.old.dirty,
-                                              rec.new.dirty, mono)
+                                              rec.new.dirty, mono, acting.get(pid, 0))
             elif (first and on[pid] and rec.new.dirty < rec.old.dirty
                   and 0 <= wall - rec.time < DRAIN_EVENT_MAX_S):
                 # This mgr's first level of the pool: a drain the last one
                 # started (its event went with it) is followed again.
                 calls += self._drains.resumed(pid, tier.pool, dirty.get(pid), rec.new.dirty,
-                                              mono - (wall - rec.time))
+                                              mono - (wall - rec.time), acting.get(pid, 0))
         return calls
 
     def _send_progress(self, calls: List[Call]) -> None:

@@ -3,7 +3,7 @@ pool's dirty ratio, an event follows the dirty data down to the new level."""
 
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from .bounds import OSD_AGENT_SLOP
 
@@ -22,6 +22,11 @@ DRAIN_RESUME_MARGIN = 0.05
 # came (a review helper saw such a drain, at 0.305 against 0.30, failed 30
 # min on).  Twice the slop: the PGs' reports reach the mgr out of step.
 DRAIN_DONE_MARGIN = 2 * OSD_AGENT_SLOP
+# A sample with fewer PG copies than the event has seen (DrainEvent.acting)
+# is waited out this long before its level counts: OSDs report their PGs
+# every 5 s (mgr_stats_period), and a split's new PGs within seconds of
+# peering; fewer for longer is the pool's state now.
+PARTIAL_STATS_WAIT_S = 60.0
 
 
 @dataclass
@@ -32,6 +37,13 @@ class DrainEvent:
     target_dirty: float     # the new dirty ratio
     started_mono: float
     shown: float = 0.0      # the progress last posted: it never goes back
+    # The PG copies whose stats the event's samples summed (pool_stats'
+    # acting, PoolSample.acting).  A sample with fewer lacks PGs no OSD has
+    # reported to the mgr (a split's new PGs, an OSD's stats late after a
+    # failover), which count as empty: its level reads low for want of
+    # them, not for a drain, and is waited out (PARTIAL_STATS_WAIT_S).
+    acting: int = 0
+    partial_since: Optional[float] = None   # since when samples have had fewer
 
     def done_at(self) -> float:
         return self.target_dirty * (1.0 + DRAIN_DONE_MARGIN)
@@ -47,7 +59,7 @@ class DrainEvents:
         self.new_id = new_id
 
     def started(self, pool_id: int, pool: str, dirty_now: Optional[float], old_ratio: float,
-                new_ratio: float, mono: float) -> List[Call]:
+                new_ratio: float, mono: float, acting: int = 0) -> List[Call]:
         """A change was applied; start an event if it lowered the dirty ratio
         below the pool's current dirty level (there is something to drain)."""
         calls: List[Call] = []
@@ -60,25 +72,26 @@ class DrainEvents:
                 calls += self._close(pool_id)
             return calls
         calls += self._close(pool_id)
-        ev = DrainEvent(self.new_id(), pool, dirty_now, new_ratio, mono)
+        ev = DrainEvent(self.new_id(), pool, dirty_now, new_ratio, mono, acting=acting)
         self.events[pool_id] = ev
         calls.append(self._update(ev, 0.0))
         return calls
 
     def resumed(self, pool_id: int, pool: str, dirty_now: Optional[float],
-                new_ratio: float, started_mono: float) -> List[Call]:
+                new_ratio: float, started_mono: float, acting: int = 0) -> List[Call]:
         """A drain an earlier mgr started (the progress module's events go
         with the mgr that held them): followed again from the level now,
         its DRAIN_EVENT_MAX_S counted from the change."""
         if (pool_id in self.events or dirty_now is None
                 or dirty_now <= new_ratio + DRAIN_RESUME_MARGIN):
             return []
-        ev = DrainEvent(self.new_id(), pool, dirty_now, new_ratio, started_mono)
+        ev = DrainEvent(self.new_id(), pool, dirty_now, new_ratio, started_mono, acting=acting)
         self.events[pool_id] = ev
         return [self._update(ev, 0.0)]
 
     def tick(self, dirty: Dict[int, Optional[float]], on: Dict[int, bool],
-             mono: float) -> List[Call]:
+             mono: float, acting: Optional[Mapping[int, int]] = None) -> List[Call]:
+        """acting: per pool, its sample's acting (PoolSample.acting)."""
         calls: List[Call] = []
         for pid in list(self.events):
             ev = self.events[pid]
@@ -86,6 +99,18 @@ class DrainEvents:
             if not on.get(pid) or level is None:
                 calls += self._close(pid)
                 continue
+            seen = acting.get(pid, 0) if acting is not None else 0
+            if seen < ev.acting:
+                if ev.partial_since is None:
+                    ev.partial_since = mono
+                if mono - ev.partial_since < PARTIAL_STATS_WAIT_S:
+                    # Neither done nor failed on a level short of PGs, and
+                    # the bar holds.
+                    continue
+                # Fewer PG copies for good (OSDs down, a merge, a smaller
+                # size): the level as it is now.
+            ev.partial_since = None
+            ev.acting = seen
             if mono - ev.started_mono > DRAIN_EVENT_MAX_S and level > ev.done_at():
                 # Failed, not completed: `ceph progress` then says the
                 # level was not reached, rather than that it was.

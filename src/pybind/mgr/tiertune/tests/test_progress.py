@@ -184,3 +184,54 @@ def test_drain_progress_never_goes_back():
     shown = [d.tick({3: level}, {3: True}, 30.0 * k)[0][2]['ev_progress']
              for k, level in enumerate((0.40, 0.45, 0.35), 1)]
     assert shown == pytest.approx([0.5, 0.5, 0.75])
+
+
+def test_a_level_short_of_pgs_neither_completes_nor_moves_the_drain():
+    """A sample without some PGs' stats (a split's new PGs, no OSD has
+    reported yet: they count as empty) reads a low level: the drain was
+    closed as done at 0.05 while 0.30 was dirty (an odd-data review).  The
+    sample's acting, the PG copies summed, is below the event's: the bar
+    holds until the stats are whole."""
+    from tiertune.progress import PARTIAL_STATS_WAIT_S
+    d = DrainEvents(ids())
+    d.started(3, 'cache', dirty_now=0.50, old_ratio=0.4, new_ratio=0.10, mono=0.0, acting=64)
+    assert d.tick({3: 0.30}, {3: True}, 10.0, {3: 64})[0][2]['ev_progress'] == \
+        pytest.approx(0.5)
+    assert d.tick({3: 0.05}, {3: True}, 20.0, {3: 40}) == []           # 24 copies missing
+    assert d.tick({3: 0.06}, {3: True}, 20.0 + PARTIAL_STATS_WAIT_S - 1, {3: 40}) == []
+    (call,) = d.tick({3: 0.30}, {3: True}, 30.0 + PARTIAL_STATS_WAIT_S, {3: 64})
+    assert call[0] == 'update' and call[2]['ev_progress'] == pytest.approx(0.5)
+    assert d.tick({3: 0.09}, {3: True}, 100.0, {3: 64}) == [('complete', 'ev0', {})]
+
+
+def test_fewer_pg_copies_for_long_are_the_pools_level_now():
+    """An OSD down, a merge, a smaller size: fewer PG copies for good.
+    After PARTIAL_STATS_WAIT_S the level counts again, and the drain can end."""
+    from tiertune.progress import PARTIAL_STATS_WAIT_S
+    d = DrainEvents(ids())
+    d.started(3, 'cache', dirty_now=0.50, old_ratio=0.4, new_ratio=0.10, mono=0.0, acting=64)
+    assert d.tick({3: 0.09}, {3: True}, 10.0, {3: 48}) == []
+    assert d.tick({3: 0.09}, {3: True}, 10.0 + PARTIAL_STATS_WAIT_S, {3: 48}) == \
+        [('complete', 'ev0', {})]
+
+
+def test_a_tick_whose_stats_lack_some_pgs_does_not_end_the_drain(burst, make_module,
+                                                                 monkeypatch):
+    """The module hands the progress its samples' acting: a tick whose
+    pool_stats lack half the cache pool's PG copies, with no dirty object
+    among the rest, leaves the drain open."""
+    recs = burst['samples']
+    m, get, pid = on_after_six_ticks(burst, make_module, monkeypatch)
+    force_change(monkeypatch, DRAINED)
+    get.inputs = recs[6]['inputs']
+    m.tick(recs[6]['mono'], recs[6]['wall'])
+    assert pid in m._drains.events
+    partial = copy.deepcopy(recs[7]['inputs'])
+    (e,) = [e for e in partial['pool_stats']['pool_stats'] if int(e['poolid']) == pid]
+    e['acting'] //= 2
+    e['stat_sum']['num_objects_dirty'] = 0
+    m.remote_calls.clear()
+    get.inputs = partial
+    m.tick(recs[7]['mono'], recs[7]['wall'])
+    assert pid in m._drains.events
+    assert not [c for c in m.remote_calls if c[0] == 'progress' and c[1] != 'update']
