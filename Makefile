@@ -37,7 +37,7 @@ HELD_OUT ?= 10
 	bench-tick-instructions bench-mgr-tick-cost \
 	bench bench-sim bench-cluster bench-calibrate bench-sim-speed bench-sim-seeds \
 	bench-agent-pacing bench-agent-priority bench-full-spells bench-full-risk bench-warm-start \
-	bench-switch-time bench-hit-set-drop bench-fit-cost \
+	bench-switch-time bench-hit-set-drop bench-fit-cost bench-tick-split \
 	bench-evict-rate bench-sim-defaults
 
 check: deps-test lint unit standalone
@@ -180,6 +180,11 @@ bench-hit-set-drop: deps-test
 # A model fit from scratch (the first tick's), 120 and 2000 samples, on the stub mgr.
 bench-fit-cost: deps-test
 	$(PYTHON) tools/bench/fit_cost.py --lengths 120,2000 --runs 30
+
+# A steady tick's models-and-law step split into the decisions and the
+# fits, at 64 cache pools on the stub mgr (seconds).
+bench-tick-split: deps-test
+	$(PYTHON) tools/bench/tick_split.py
 
 # How long the simulator takes for a day on a 256-PG cache pool.
 bench-sim-speed:
