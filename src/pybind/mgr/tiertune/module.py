@@ -634,6 +634,12 @@ class Module(Commands, MgrModule):
             t.retry_after.pop(pid, None)
             t.refusals.pop(pid, None)
             t.own_changes.pop(pid, None)
+        # Never emptied otherwise: it grew by each tier ever looked at, for
+        # the mgr's life (found by a review helper).  Kept for a pool that
+        # is only no longer a tier, as the rest: a drain is resumed only on
+        # this mgr's first level of a pool.
+        self._drains_looked_at = {pid for pid in self._drains_looked_at
+                                  if pid in pools or pid > pool_max}
         removed = [t.settings.pools.pop(pid, None) for pid in gone]
         if any(ps is not None for ps in removed):
             # Written by the tick's _write_staged, without the lock: under

@@ -1597,6 +1597,35 @@ def test_a_deleted_pools_settings_and_history_are_dropped(burst, make_module):
     assert m._tuner.settings.pools[pid].mode == 'off'
 
 
+def test_a_deleted_tier_leaves_no_state_behind(burst, make_module):
+    """A mgr runs for months while tiers come and go, and Ceph never reuses
+    a pool id: nothing kept per pool may outlive the pool."""
+    recs = burst['samples']
+    m, get = make_module(with_a_second_tier(recs[0]['inputs']))
+    for rec in recs[:4]:
+        get.inputs = with_a_second_tier(rec['inputs'])
+        m.notify(NotifyType.osd_map, '')
+        m.tick(rec['mono'], rec['wall'])
+    assert 13 in m._tiers and 13 in m._drains_looked_at
+    inputs = copy.deepcopy(recs[4]['inputs'])
+    inputs['osd_map']['pool_max'] = 13            # pools 12 and 13 deleted
+    get.inputs = inputs
+    m.notify(NotifyType.osd_map, '')
+    m.tick(recs[4]['mono'], recs[4]['wall'])
+    t = m._tuner
+    kept = {'settings': t.settings.pools, 'histories': t.histories, 'views': t.views,
+            'series': t.series, 'failures': t.failures, 'refusals': t.refusals,
+            'retry_after': t.retry_after, 'own_changes': t.own_changes,
+            'book': m._book.pools, 'samples_saved': m._samples_saved,
+            'sample_rows': m._sample_rows, 'drains': m._drains.events,
+            'drains_looked_at': m._drains_looked_at, 'full_risk': m._full_risk.last,
+            'bounds_block': m._bounds_block.last, 'pg_num_seen': m._splits.pg_num_seen,
+            'watching': m._splits.watching, 'limits': m._limits}
+    assert {name: sorted(set(d) & {12, 13}) for name, d in kept.items()
+            if set(d) & {12, 13}} == {}
+    assert [k for k in m.get_store_prefix('') if k.endswith(('/12', '/13'))] == []
+
+
 def test_the_stored_decision_history_fits_the_mons_limit(burst, make_module):
     from collections import deque
 
