@@ -653,6 +653,7 @@ class Module(Commands, MgrModule):
         """acting: per pool sampled, its sample's (PoolSample.acting)."""
         dirty = {pid: levels[pid].dirty if pid in levels else None for pid in active}
         on = {pid: self._tuner.settings.effective_mode(pid) == 'on' for pid in active}
+        self._drains.renamed({pid: tier.pool for pid, tier in active.items()})
         calls = self._drains.tick(dirty, on, mono, acting)
         for pid, tier in active.items():
             rec = _newest(self._tuner.history(pid))

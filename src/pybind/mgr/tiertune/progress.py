@@ -89,6 +89,12 @@ class DrainEvents:
         self.events[pool_id] = ev
         return [self._update(ev, 0.0)]
 
+    def renamed(self, names: Mapping[int, str]) -> None:
+        """The pools' names now: a drain's message and refs follow a rename
+        (they named the old one for as long as the event ran)."""
+        for pid, ev in self.events.items():
+            ev.pool = names.get(pid, ev.pool)
+
     def tick(self, dirty: Dict[int, Optional[float]], on: Dict[int, bool],
              mono: float, acting: Optional[Mapping[int, int]] = None) -> List[Call]:
         """acting: per pool, its sample's acting (PoolSample.acting)."""

@@ -235,3 +235,11 @@ def test_a_tick_whose_stats_lack_some_pgs_does_not_end_the_drain(burst, make_mod
     m.tick(recs[7]['mono'], recs[7]['wall'])
     assert pid in m._drains.events
     assert not [c for c in m.remote_calls if c[0] == 'progress' and c[1] != 'update']
+
+
+def test_a_drain_of_a_renamed_pool_says_its_new_name():
+    d = DrainEvents(ids())
+    d.started(3, 'cache', dirty_now=0.50, old_ratio=0.4, new_ratio=0.10, mono=0.0)
+    d.renamed({3: 'hot'})
+    (call,) = d.tick({3: 0.30}, {3: True}, 10.0)
+    assert 'cache pool hot ' in call[2]['ev_msg'] and call[2]['refs'] == [('pool', 'hot')]
