@@ -39,6 +39,21 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
   * every `osd pool set` drops the PGs' in-memory hit sets.
 Not modelled: min flush/evict ages (the scenarios use 0), omap, clones,
 scrub, PG stats reporting skew, the OSDs' CPU.
+Known to differ from Pacific 16.2.15 (a session-48 review; not mended yet,
+each would move recorded figures):
+  * the HIGH flush quota is per OSD in Ceph (OSDService::agent_entry: an
+    OSD gets osd_agent_max_ops only while a PG of its own is HIGH); here
+    every OSD gets it once any PG is HIGH;
+  * after a pool change Ceph puts the PG log's entries since the last
+    archive back into the new hit set (hit_set_setup -> hit_set_apply_log:
+    writes, promotions, flushes, evictions); here the set starts empty;
+  * a write released from FULL is proxied again with hit sets (it passes
+    maybe_handle_cache_detail again); here it lands dirty as a promotion;
+  * Ceph also archives a hit set once it is full (bloom insert count,
+    1,000 to 100,000 a set); here only when its period ends;
+  * agent_delay (a PG whose pass started nothing waits 5 s);
+  * a PG's evict effort spans from its own target (agent_choose_mode:
+    1000000 - evict_target); here from the lowest target of all PGs.
 
 Clients: closed loop (threads ops in flight, each waiting for the last) or
 open loop at a fixed rate (still at most threads in flight, as fio does).
