@@ -424,7 +424,9 @@ class TierSim:
         self._full_pg, self._any_full = over_full, bool(np.count_nonzero(over_full))
         self._any_flush_mode = bool(np.count_nonzero(flush_mode))
         if np.count_nonzero(some):
-            e = (full - etarget) / max(1.0 - etarget.min(), 1e-6)
+            # each PG's span from its own target (agent_choose_mode: span =
+            # 1000000 - evict_target, the target with its slop added or taken)
+            e = (full - etarget) / np.maximum(1.0 - etarget, 1e-6)
             # Clipped to 0..1 and at least the minimum: the floor of the
             # clip would only be raised again (and np.clip is slow on small
             # arrays); quantized from at least the minimum, it stays so.
