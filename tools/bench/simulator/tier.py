@@ -263,6 +263,10 @@ class TierSim:
         self.hit_set_period = max(tier.hit_set_period_s, 1.0)
         self.hit_set_count = int(tier.hit_set_count)
         self.acc = np.zeros_like(self.N)          # accesses per object, current set
+        # the PG log's entries per object since the last archive (writes,
+        # promotions, flushes, evictions: not reads), which a pool change
+        # puts back into the new set (pool_set)
+        self.acc_log = np.zeros_like(self.N)
         # only recency reads them (no hit sets, or recency 0: never)
         self._counts_accesses = self.hit_set_count > 0 and max(
             tier.min_read_recency, tier.min_write_recency) > 0
@@ -331,8 +335,10 @@ class TierSim:
         self.last_change_epoch = self.epoch
         # on_pool_change -> hit_set_setup -> hit_set_create: the in-memory hit
         # set is dropped and the new one starts now (hit_set_start_stamp), so
-        # the next archive is a whole period away.
-        self.acc[:] = 0.0
+        # the next archive is a whole period away; hit_set_apply_log then
+        # inserts every PG log entry since the last archive
+        # (info.hit_set.current_last_update): only the reads are lost.
+        self.acc[:] = self.acc_log
         self.next_roll = self.t + self.hit_set_period
         return None
 
@@ -482,12 +488,13 @@ class TierSim:
         # utilization (mostly theirs) made the flush rate swing between
         # steps and drain at ~70% of the base's bandwidth.
         flush_time = lat_base + FLUSH_EXTRA_LATENCY_S + S / bw_base
-        # The quota is per OSD and the rows' PGs spread over all OSDs: with
-        # any PG HIGH every OSD has one.  The OSD hands its in-flight ops to
-        # its top PG first (_flush_by_priority).
+        # The quota is per OSD (_flush_by_priority): osd_agent_max_ops on
+        # an OSD with a HIGH PG of its own, the low ops on the others.  The
+        # OSD hands its in-flight ops to its top PG first.
         dirty_pg = rows[1]
         flush_pg = self._zeros_pg
         paced = flushes = high = False   # evictions follow flush completions (see above)
+        on_high = self._zeros_pg         # per row, the share of its flushes on HIGH OSDs
         flushing = self._n_mask[:, 0] & False
         # (with no PG in a flush mode, flush_pg is 0 unless a PG's dirty sum
         # is below 0, which the arithmetic below would carry through)
@@ -497,8 +504,8 @@ class TierSim:
             paced = bool(np.count_nonzero(flushing))
             if paced:
                 high = bool((self.flush_mode[flushing] == FLUSH_HIGH).any())
-                quota = OSD_AGENT_MAX_OPS if high else OSD_AGENT_MAX_LOW_OPS
-                flush_pg = self._flush_by_priority(quota / flush_time * dt, dirty_pg, flushing)
+                flush_pg, on_high = self._flush_by_priority(flush_time, dt, dirty_pg,
+                                                            flushing, high)
             flush_pg = np.minimum(flush_pg, dirty_pg)
             flushes = bool(np.count_nonzero(flush_pg))
 
@@ -520,6 +527,8 @@ class TierSim:
             flushed = self.D * frac[:, None]
             self.D -= flushed
             self.C += flushed
+            if self._counts_accesses:
+                self.acc_log += self._per_object(flushed)
             nflush = float((self.m * flushed.sum(axis=1)).sum())
         evicts = bool(np.count_nonzero(self.effort))
         if evicts:
@@ -537,10 +546,22 @@ class TierSim:
                     met_c, met_d, listed_c = self.listing.met(flush_pg)
                     most = np.minimum(self._met_evictions(met_c, met_d, flush_pg),
                                       listed_c + flush_pg)
-                    have = np.where(flushing, np.minimum(have, most), have)
+                    capped = on_high * np.minimum(have, most) + (1.0 - on_high) * have
+                    have = np.where(flushing, capped, have)
                 share = float((evicting * met_c).sum()) / max(
                     float((evicting * (met_c + met_d)).sum()), 1e-12)
-                allowed = evicts_per_flush(share, high) * nflush
+                per_flush = evicts_per_flush(share)
+                if high:
+                    # each OSD's pacing is its own quota's: HIGH on the
+                    # OSDs with a HIGH PG, LOW on the others
+                    on_high_flushed = float((self.m * flush_pg * on_high).sum())
+                    high_part = on_high_flushed / max(float((self.m * flush_pg).sum()), 1e-12)
+                    if high_part >= 1.0:
+                        per_flush = evicts_per_flush(share, True)
+                    elif high_part > 0.0:
+                        per_flush = (high_part * evicts_per_flush(share, True)
+                                     + (1.0 - high_part) * per_flush)
+                allowed = per_flush * nflush
             # agent_work chooses the PG's mode again before each listing, so
             # it stops evicting once the PG is back at the full ratio less
             # the slop (a 1 s step would otherwise carry it past)
@@ -551,6 +572,8 @@ class TierSim:
             efrac = np.divide(evict_pg, Cp, out=np.zeros_like(Cp), where=Cp > 0)
             evicted = self.C * efrac[:, None]
             self.C -= evicted
+            if self._counts_accesses:
+                self.acc_log += self._per_object(evicted)
             nevict = float((self.m * evicted.sum(axis=1)).sum())
             evict_pg = np.add.reduce(evicted, axis=1)
         if flushes or evicts:
@@ -575,7 +598,7 @@ class TierSim:
             evicted_pg = evict_pg if evicts else self._zeros_pg
             # HIGH: a PG that evicts evicts each object it has just flushed,
             # behind the position; the rest it met in the listing
-            after_flush = (np.minimum(evicted_pg, flush_pg) if high and paced
+            after_flush = (np.minimum(evicted_pg, flush_pg) * on_high if high and paced
                            else self._zeros_pg)
             self.listing.advance(flush_pg, after_flush, evicted_pg - after_flush,
                                  flushing if high else self._no_rows)
@@ -598,11 +621,13 @@ class TierSim:
                 self._archives_seen.insert(0, -np.expm1(-self.archives[0]))
             del self._archives_seen[self.hit_set_count:]
             self.acc[:] = 0.0
+            self.acc_log[:] = 0.0
             self.next_roll += self.hit_set_period
         return res
 
     def _serve_by_level(self, level: np.ndarray, speed: np.ndarray, have: np.ndarray,
-                        allowed: float) -> np.ndarray:
+                        allowed: float, m: Optional[np.ndarray] = None,
+                        osds: Optional[float] = None) -> np.ndarray:
         """What each PG of a row gets of its OSD's agent this step, the
         agent_queue's way: the queue is keyed by evict effort and the OSD
         serves its highest level first.  Within a level the OSD stays on
@@ -613,22 +638,24 @@ class TierSim:
         level of n PGs takes min(n, OSDs free) OSDs' time, at `speed` per
         PG an OSD serves alone, and what it cannot use (its PGs out of
         `have`) passes to the next level down.  `level` < 0: not queued.
-        `allowed` caps the total."""
+        `allowed` caps the total.  `m` and `osds`: a part of the rows' PGs
+        and the OSDs they are on (default: all of them)."""
         out = np.zeros(self.G)
-        osds_free = float(self.osds)
-        for lv in sorted(set(level[level >= 0].tolist()), reverse=True):
-            rows = level == lv
-            n = float(self.m[rows].sum())
+        m = self.m if m is None else m
+        osds_free = float(self.osds if osds is None else osds)
+        for lv in sorted(set(level[(level >= 0) & (m > 0)].tolist()), reverse=True):
+            rows = (level == lv) & (m > 0)
+            n = float(m[rows].sum())
             serving = min(osds_free, n)
             reach = speed[rows] * (serving / n)
             take = np.minimum(reach, have[rows])
-            taken = float((self.m[rows] * take).sum())
+            taken = float((m[rows] * take).sum())
             if taken >= allowed:
                 out[rows] = take * (allowed / taken) if taken > 0 else take
                 break
             out[rows] = take
             allowed -= taken
-            could = float((self.m[rows] * reach).sum())
+            could = float((m[rows] * reach).sum())
             osds_free -= serving * (taken / could if could > 0 else 0.0)
             if osds_free <= 1e-9:
                 break
@@ -664,16 +691,40 @@ class TierSim:
         return self._serve_by_level(level, passing * EVICT_OBJECTS_PER_S_PER_OSD * dt,
                                     clean_pg, allowed)
 
-    def _flush_by_priority(self, per_osd: float, dirty_pg: np.ndarray,
-                           flushing: np.ndarray) -> np.ndarray:
+    def _flush_by_priority(self, flush_time: float, dt: float, dirty_pg: np.ndarray,
+                           flushing: np.ndarray, high: bool) -> Tuple[np.ndarray, np.ndarray]:
         """Objects each PG of a row flushes this step.  The agent_queue's
         key, evict effort, stands for all agent effort (agent_choose_mode
         says so): a PG that flushes without evicting sits at level 0, and
         the PGs that evict, FULL ones first, have their OSD's in-flight
         flush ops before it.  One PG can hold all of them (agent_work
-        starts flushes up to the quota), `per_osd` objects a step."""
+        starts flushes up to the quota), one object a flush_time for each
+        op of its OSD's quota.
+        The quota is the OSD's own (OSDService::agent_entry: the low ops
+        unless flush_mode_high_count, its PGs in HIGH, is not zero).  With
+        primaries placed at random, h HIGH PGs are on O * (1 - (1 - 1/O)^h)
+        of the O OSDs on average, and any other PG on one of those by the
+        same share: those PGs share the HIGH OSDs' ops, the rest the low
+        ones'.  Also, per row, the share of its flushes on HIGH OSDs."""
         level = np.where(flushing, self.effort, -1.0)
-        return self._serve_by_level(level, np.full(self.G, per_osd), dirty_pg, math.inf)
+        low_speed = np.full(self.G, OSD_AGENT_MAX_LOW_OPS / flush_time * dt)
+        if not high:
+            return self._serve_by_level(level, low_speed, dirty_pg, math.inf), self._zeros_pg
+        is_high = self.flush_mode == FLUSH_HIGH
+        osds = float(self.osds)
+        h = float(self.m[is_high].sum())
+        high_share = 1.0 - (1.0 - 1.0 / osds) ** h
+        m_high = self.m * np.where(is_high, 1.0, high_share)
+        on_high = self._serve_by_level(level, np.full(self.G, OSD_AGENT_MAX_OPS / flush_time * dt),
+                                       dirty_pg, math.inf, m_high, osds * high_share)
+        m_low = self.m - m_high
+        if osds * (1.0 - high_share) <= 1e-9 or not np.count_nonzero(m_low > 1e-12):
+            return on_high * (m_high / self.m), np.ones(self.G)
+        on_low = self._serve_by_level(level, low_speed, dirty_pg, math.inf, m_low,
+                                      osds * (1.0 - high_share))
+        both = m_high * on_high + m_low * on_low
+        share = np.divide(m_high * on_high, both, out=np.zeros(self.G), where=both > 0)
+        return both / self.m, share
 
     def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> bool:
         """Writes waiting on a PG that left FULL are requeued, all of them
@@ -713,8 +764,11 @@ class TierSim:
                 landed = float((self.m * n).sum())
                 res.ops_done += landed
                 res.bytes_done += landed * bs
-                self.D += free * np.divide(n, free_pg, out=np.zeros_like(n),
-                                           where=free_pg > 0)[:, None]
+                landed_objects = free * np.divide(n, free_pg, out=np.zeros_like(n),
+                                                  where=free_pg > 0)[:, None]
+                self.D += landed_objects
+                if self._counts_accesses:
+                    self.acc_log += self._per_object(landed_objects)
                 self.listing.land(self._zeros_pg, n, self._zeros_pg)
                 c = self.totals.cache
                 c['num_promote'] += landed
@@ -875,6 +929,9 @@ class TierSim:
             if sync:
                 over_w = prom[0] * (1 - fit)
             prom *= fit
+        if self._counts_accesses:
+            # what the PG log records: the writes that hit, the promotions
+            self.acc_log += self._per_object(wn * hit + prom[0] + prom[1])
         clean_share = self._clean_share
         clean_share.fill(0.0)
         np.divide(C, cached, out=clean_share, where=cached > self._zeros)
