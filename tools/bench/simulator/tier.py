@@ -11,7 +11,9 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
     is not); evict effort (full - target) /
     (1 - target), at least osd_agent_min_evict_effort, quantized;
   * flushing is capped per OSD by in-flight agent ops: 2 (LOW) or 4 when
-    any PG on the OSD is HIGH; each flush is one object written to the
+    a PG of the OSD's own is HIGH (OSDService::agent_entry), the PGs on
+    the OSDs with a HIGH PG taken as an average over random placements;
+    each flush is one object written to the
     base, so a flush takes base latency + object / base bandwidth share;
     the OSD's agent_queue, keyed by evict effort, hands the ops to the
     PGs that evict (FULL first) before those that only flush (level 0;
@@ -36,24 +38,21 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
     current set and the N-1 newest archives) within the per-OSD promote
     throttle (objects/s and bytes/s); without hit sets every miss promotes
     at once, unthrottled, and a write then lands dirty;
-  * every `osd pool set` drops the PGs' in-memory hit sets.
+  * every `osd pool set` starts new in-memory hit sets, which get the PG
+    log's entries since the last archive (hit_set_apply_log): only the
+    reads since then are lost.
 Not modelled: min flush/evict ages (the scenarios use 0), omap, clones,
 scrub, PG stats reporting skew, the OSDs' CPU.
-Known to differ from Pacific 16.2.15 (a session-48 review; not mended yet,
-each would move recorded figures):
-  * the HIGH flush quota is per OSD in Ceph (OSDService::agent_entry: an
-    OSD gets osd_agent_max_ops only while a PG of its own is HIGH); here
-    every OSD gets it once any PG is HIGH;
-  * after a pool change Ceph puts the PG log's entries since the last
-    archive back into the new hit set (hit_set_setup -> hit_set_apply_log:
-    writes, promotions, flushes, evictions); here the set starts empty;
+Known to differ from Pacific 16.2.15 (a session-48 review; the per-OSD
+HIGH quota, the hit-set refill and the evict span were mended in session
+49):
   * a write released from FULL is proxied again with hit sets (it passes
     maybe_handle_cache_detail again); here it lands dirty as a promotion;
   * Ceph also archives a hit set once it is full (bloom insert count,
     1,000 to 100,000 a set); here only when its period ends;
   * agent_delay (a PG whose pass started nothing waits 5 s);
-  * a PG's evict effort spans from its own target (agent_choose_mode:
-    1000000 - evict_target); here from the lowest target of all PGs.
+  * the listing cap of a PG flushing HIGH (what it meets) applies to all
+    flushing PGs while any is HIGH.
 
 Clients: closed loop (threads ops in flight, each waiting for the last) or
 open loop at a fixed rate (still at most threads in flight, as fio does).
