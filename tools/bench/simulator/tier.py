@@ -31,8 +31,9 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
   * a PG over its budget is FULL: client writes to objects it does not
     hold wait ("waiting for cache not full") until it leaves FULL, the
     writes already in flight landing first, and then all land at once,
-    taking the PG over its budget again by as many; reads that miss are
-    proxied;
+    taking the PG over its budget again by as many (with hit sets they
+    are proxied again and their objects promoted clean); reads that miss
+    are proxied;
   * with hit sets, a miss is proxied to the base and the object promoted
     afterwards (clean) by hit-set recency (0: always; N: seen in the
     current set and the N-1 newest archives) within the per-OSD promote
@@ -44,10 +45,8 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
 Not modelled: min flush/evict ages (the scenarios use 0), omap, clones,
 scrub, PG stats reporting skew, the OSDs' CPU.
 Known to differ from Pacific 16.2.15 (a session-48 review; the per-OSD
-HIGH quota, the hit-set refill and the evict span were mended in session
-49):
-  * a write released from FULL is proxied again with hit sets (it passes
-    maybe_handle_cache_detail again); here it lands dirty as a promotion;
+HIGH quota, the hit-set refill, the evict span and the writes released
+from FULL with hit sets were mended in session 49):
   * Ceph also archives a hit set once it is full (bloom insert count,
     1,000 to 100,000 a set); here only when its period ends;
   * agent_delay (a PG whose pass started nothing waits 5 s);
@@ -734,7 +733,12 @@ class TierSim:
         what was waiting and stays FULL until the agent has evicted that
         much (seen in an OSD log at debug_osd 20: one eviction let four
         writes through and took the PG from 64 to 67 objects' bytes of its
-        64; ceph-tiering-internals.md).  True if some left (D changed)."""
+        64; ceph-tiering-internals.md).  With hit sets a requeued write
+        passes maybe_handle_cache_detail again and is proxied to the base
+        (do_proxy_write), its object promoted afterwards, clean, where
+        min_write_recency allows (the promote throttle is not applied
+        here, nor the base's bandwidth to these writes).
+        True if some left (C or D changed)."""
         if not np.count_nonzero(self.blocked):
             res.blocked = False
             return False
@@ -749,6 +753,7 @@ class TierSim:
             if go.any():
                 landed_any = True
                 bs = float(d.block_size or self.S)
+                proxied = self.hit_set_count > 0
                 # The waiting writes arrived evenly since blocked_since and
                 # leave oldest first: the share f that leaves waited between
                 # (1 - f) * W and W; the rest's wait starts f * W later.
@@ -756,6 +761,10 @@ class TierSim:
                 f = n[go] / self.blocked[go]
                 spread = (np.arange(BLOCKED_SPREAD_POINTS) + 0.5) / BLOCKED_SPREAD_POINTS
                 pts = (span[:, None] * (1.0 - f[:, None] * spread[None, :])).ravel()
+                if proxied:
+                    sim = self.sc.sim
+                    pts = pts + (sim.base_latency_ms / 1000.0
+                                 + bs / (sim.base_bandwidth_mib_s * MiB))
                 self.blocked_since[go] += f * span
                 wts = np.repeat(n[go] * self.m[go] / BLOCKED_SPREAD_POINTS,
                                 BLOCKED_SPREAD_POINTS)
@@ -765,14 +774,30 @@ class TierSim:
                 res.bytes_done += landed * bs
                 landed_objects = free * np.divide(n, free_pg, out=np.zeros_like(n),
                                                   where=free_pg > 0)[:, None]
-                self.D += landed_objects
-                if self._counts_accesses:
-                    self.acc_log += self._per_object(landed_objects)
-                self.listing.land(self._zeros_pg, n, self._zeros_pg)
                 c = self.totals.cache
-                c['num_promote'] += landed
-                c['num_write'] += landed
-                c['num_write_kb'] += landed * bs / 1024
+                if proxied:
+                    seen = self._recency(self.sc.tier.min_write_recency)
+                    promoted = landed_objects if seen is None else landed_objects * seen
+                    promoted_pg = np.add.reduce(promoted, axis=1)
+                    self.C += promoted
+                    if self._counts_accesses:
+                        self.acc_log += self._per_object(promoted)
+                    self.listing.land(promoted_pg, self._zeros_pg, self._zeros_pg)
+                    n_promoted = float((self.m * promoted_pg).sum())
+                    c['num_promote'] += n_promoted
+                    b = self.totals.base
+                    b['num_write'] += landed
+                    b['num_write_kb'] += landed * bs / 1024
+                    b['num_read'] += n_promoted
+                    b['num_read_kb'] += n_promoted * self.S / 1024
+                else:
+                    self.D += landed_objects
+                    if self._counts_accesses:
+                        self.acc_log += self._per_object(landed_objects)
+                    self.listing.land(self._zeros_pg, n, self._zeros_pg)
+                    c['num_promote'] += landed
+                    c['num_write'] += landed
+                    c['num_write_kb'] += landed * bs / 1024
                 self.blocked -= n
                 done = go & (self.blocked <= 1e-9)
                 self.blocked[done] = 0.0

@@ -112,7 +112,6 @@ def test_a_pool_change_keeps_what_the_pg_log_wrote_since_the_last_archive() -> N
 
 # --- FULL -------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason='simulator lands released writes in the cache, dirty')
 def test_with_hit_sets_writes_released_from_full_are_proxied_not_landed() -> None:
     # The requeued op runs do_op again; the PG is no longer FULL, the
     # object is not in the cache, and with a hit set maybe_handle_cache_detail
