@@ -308,7 +308,7 @@ def _law(inp: ControllerInput) -> _Law:
     # seen overrun the cache, idle or not (lowered only once the next
     # surge starts, it took 20-30 s of a 60 s bench to get there): once
     # OVERRUN_LOW_LANDING of the target has landed on the drained cache,
-    # the PGs flush HIGH, four ops in flight per OSD rather than two, and
+    # the PGs flush HIGH, four ops in flight rather than two on each OSD with a PG in HIGH, and
     # the agent evicts fewer clean objects per completed flush than LOW
     # (4.2 against 4.8 at a clean share of 0.7, 2.2 against 2.8-3.3 at
     # 0.5; bench-results/cluster/agent-pacing.md), so clean data lasts
