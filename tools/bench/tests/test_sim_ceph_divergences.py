@@ -179,3 +179,45 @@ def test_evict_effort_spans_from_each_pgs_own_target() -> None:
     sim.choose_modes()
     assert sim.evict_mode[top] == EVICT_SOME
     assert sim.effort[top] == pytest.approx(0.4)
+
+
+@pytest.mark.xfail(strict=True, reason='with a PG HIGH, the LOW OSDs pace evictions by the '
+                   'clean share their listings meet, not by the PG mix as LOW does elsewhere')
+def test_pgs_on_osds_without_a_high_pg_pace_evictions_by_their_own_mix() -> None:
+    # An OSD with no HIGH PG of its own runs the low quota
+    # (OSDService::agent_entry), so its PGs' agent_work passes dirty objects
+    # it does not flush and evicts the clean ones it lists: evicts_per_flush
+    # of the PG's clean share, as when no PG is HIGH anywhere.  Here the
+    # listing ahead of every PG is all dirty (its clean objects just behind
+    # the position): that caps the HIGH OSD's PGs (one eviction per flush,
+    # the object just flushed) but not the others, half clean.
+    sc = scenario(cache={'target_max_bytes': '8GiB', 'pg_num': 16},
+                  sim={'cache_osds': 4, 'base_bandwidth_mib_s': 1e6, 'base_latency_ms': 50})
+    sim = new_sim(sc)
+    fill(sim, 0.98, dirty=False)
+    sim.D[:] = sim.C * 0.5
+    sim.C -= sim.D
+    top = sim.G - 1
+    sim.D[top] = sim.C[top] + sim.D[top]
+    sim.C[top] = sim.D[top] * (0.33 / 0.98)
+    sim.D[top] -= sim.C[top]
+    sim.choose_modes()
+    assert sim.flush_mode[top] == FLUSH_HIGH and (sim.flush_mode[:top] == FLUSH_LOW).all()
+    assert (sim.effort > 0).all()
+    clean, dirty = sim.objects()
+    lp = sim.listing
+    lp.pos[:] = 0.0
+    lp.clean[:] = 0.0
+    lp.clean[:, -1] = clean
+    lp.dirty[:] = (dirty / lp.dirty.shape[1])[:, None]
+    lp.here_clean[:] = 0.0
+    lp.here_dirty[:] = lp.dirty[:, 0]
+    sim._listing_of = sim._row_sums().tobytes()
+    before = dict(sim.totals.cache)
+    sim.step(0.1, IDLE)
+    flushed = sim.totals.cache['num_flush'] - before['num_flush']
+    evicted = sim.totals.cache['num_evict'] - before['num_evict']
+    assert flushed > 0
+    # HIGH OSD: 4 of the 10 ops, one eviction per flush; the rest by a
+    # clean share of 0.5 (about 3 per flush): well over one per flush
+    assert evicted > 1.5 * flushed
