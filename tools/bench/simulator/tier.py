@@ -41,7 +41,7 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
     at once, unthrottled, and a write then lands dirty;
   * every `osd pool set` starts new in-memory hit sets, which get the PG
     log's entries since the last archive (hit_set_apply_log): only the
-    reads since then are lost.
+    reads and proxied writes since then are lost.
 Not modelled: min flush/evict ages (the scenarios use 0), omap, clones,
 scrub, PG stats reporting skew, the OSDs' CPU.
 Known to differ from Pacific 16.2.15 (a session-48 review; the per-OSD
@@ -51,7 +51,14 @@ from FULL with hit sets were mended in session 49):
     1,000 to 100,000 a set); here only when its period ends;
   * agent_delay (a PG whose pass started nothing waits 5 s);
   * the listing cap of a PG flushing HIGH (what it meets) applies to all
-    flushing PGs while any is HIGH.
+    flushing PGs while any is HIGH, and so does the clean share that
+    paces evictions: PGs on OSDs without a HIGH PG should pace by their
+    own mix, as LOW does (a session-49 review; the fix moved the 1 s
+    against 1/8 s step test past its 20%, so it waits; strict xfail in
+    test_sim_ceph_divergences.py);
+  * an object flushed and evicted in one completion is logged as a flush
+    and an eviction (Ceph writes only the DELETE); hit_set_apply_log
+    walks only the entries still in the PG log.
 
 Clients: closed loop (threads ops in flight, each waiting for the last) or
 open loop at a fixed rate (still at most threads in flight, as fio does).
@@ -335,7 +342,8 @@ class TierSim:
         # set is dropped and the new one starts now (hit_set_start_stamp), so
         # the next archive is a whole period away; hit_set_apply_log then
         # inserts every PG log entry since the last archive
-        # (info.hit_set.current_last_update): only the reads are lost.
+        # (info.hit_set.current_last_update): only the reads and the
+        # proxied writes (which write no cache PG log entry) are lost.
         self.acc[:] = self.acc_log
         self.next_roll = self.t + self.hit_set_period
         return None
@@ -776,7 +784,10 @@ class TierSim:
                                                   where=free_pg > 0)[:, None]
                 c = self.totals.cache
                 if proxied:
-                    seen = self._recency(self.sc.tier.min_write_recency)
+                    # do_op inserted the object into the current set on the
+                    # op's first pass (op->hitset_inserted), so only the
+                    # archives count against min_write_recency now
+                    seen = self._recency(self.sc.tier.min_write_recency, current=False)
                     promoted = landed_objects if seen is None else landed_objects * seen
                     promoted_pg = np.add.reduce(promoted, axis=1)
                     self.C += promoted
@@ -1049,14 +1060,18 @@ class TierSim:
             return seen
         return (self._ones if seen is None else seen) * open_row
 
-    def _recency(self, need: float) -> Optional[np.ndarray]:
+    def _recency(self, need: float, current: bool = True) -> Optional[np.ndarray]:
         """Per (PG, bin): the fraction of objects recent enough to promote;
-        None for all of them."""
-        if need <= 0:
+        None for all of them.  current=False: the object is known to be in
+        the current set."""
+        if need <= 0 or (not current and int(need) <= 1):
             return None
-        seen = np.negative(self.acc)           # in the current set at least once:
-        np.expm1(seen, out=seen)
-        np.negative(seen, out=seen)            # 1 - exp(-acc)
+        if current:
+            seen = np.negative(self.acc)           # in the current set at least once:
+            np.expm1(seen, out=seen)
+            np.negative(seen, out=seen)            # 1 - exp(-acc)
+        else:
+            seen = self._ones
         for s in self._archives_seen[:int(need) - 1]:
             seen = seen * s
         return seen

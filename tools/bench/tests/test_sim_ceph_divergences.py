@@ -221,3 +221,23 @@ def test_pgs_on_osds_without_a_high_pg_pace_evictions_by_their_own_mix() -> None
     # HIGH OSD: 4 of the 10 ops, one eviction per flush; the rest by a
     # clean share of 0.5 (about 3 per flush): well over one per flush
     assert evicted > 1.5 * flushed
+
+
+def test_a_released_write_counts_as_in_the_current_hit_set() -> None:
+    # do_op checks in_hit_set before hit_set->insert(oid), and a requeued
+    # op skips the insert (op->hitset_inserted): its first pass put the
+    # object in the current set.  So with min_write_recency 1 every write
+    # released from FULL is promoted (the throttle aside), however few
+    # accesses the current set counts.
+    sc = scenario(cache={'hit_set_count': 4, 'min_write_recency': 1})
+    sim = new_sim(sc)
+    fill(sim, 0.95, dirty=True)
+    top = sim.G - 1
+    sim.blocked[top] = 3.0
+    sim.blocked_since[top] = 0.0
+    sim.acc[:] = 0.05
+    sim.choose_modes()
+    before = sim.totals.cache['num_promote']
+    sim.step(0.01, IDLE)
+    assert sim.blocked[top] == 0.0
+    assert sim.totals.cache['num_promote'] - before == pytest.approx(3.0 * sim.m[top], rel=1e-6)
