@@ -564,9 +564,14 @@ class TierSim:
                     high_part = on_high_flushed / max(float((self.m * flush_pg).sum()), 1e-12)
                     if high_part >= 1.0:
                         per_flush = evicts_per_flush(share, True)
-                    elif high_part > 0.0:
+                    else:
+                        # the LOW OSDs' agents list past dirty objects, as
+                        # with no PG HIGH: their PGs' own mix (rows)
+                        low = evicting * (1.0 - on_high)
+                        low_share = float((low * rows[0]).sum()) / max(
+                            float((low * (rows[0] + rows[1])).sum()), 1e-12)
                         per_flush = (high_part * evicts_per_flush(share, True)
-                                     + (1.0 - high_part) * per_flush)
+                                     + (1.0 - high_part) * evicts_per_flush(low_share))
                 allowed = per_flush * nflush
             # agent_work chooses the PG's mode again before each listing, so
             # it stops evicting once the PG is back at the full ratio less

@@ -181,8 +181,6 @@ def test_evict_effort_spans_from_each_pgs_own_target() -> None:
     assert sim.effort[top] == pytest.approx(0.4)
 
 
-@pytest.mark.xfail(strict=True, reason='with a PG HIGH, the LOW OSDs pace evictions by the '
-                   'clean share their listings meet, not by the PG mix as LOW does elsewhere')
 def test_pgs_on_osds_without_a_high_pg_pace_evictions_by_their_own_mix() -> None:
     # An OSD with no HIGH PG of its own runs the low quota
     # (OSDService::agent_entry), so its PGs' agent_work passes dirty objects
