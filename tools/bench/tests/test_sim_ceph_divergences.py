@@ -15,6 +15,7 @@ BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
 
 import scenario as scn  # noqa: E402
+from sim_state import fill, new_sim  # noqa: E402
 from simulator.tier import (  # noqa: E402
     EVICT_FULL,
     EVICT_IDLE,
@@ -25,10 +26,9 @@ from simulator.tier import (  # noqa: E402
     OSD_AGENT_MAX_LOW_OPS,
     OSD_AGENT_MAX_OPS,
     MiB,
-    Ratios,
     TierSim,
 )
-from simulator.workload import IDLE, demand, make_bins  # noqa: E402
+from simulator.workload import IDLE, demand  # noqa: E402
 
 BASE: Dict[str, Any] = {
     'name': 'div', 'description': 'review',
@@ -47,17 +47,6 @@ def scenario(**changes: Any) -> scn.Scenario:
         else:
             d[k] = v
     return scn.from_dict(d)
-
-
-def new_sim(sc: scn.Scenario) -> TierSim:
-    return TierSim(sc, make_bins([5000, 200]), Ratios(0.4, 0.6, 0.8))
-
-
-def fill(sim: TierSim, frac: float, dirty: bool) -> None:
-    """Every PG at frac of its budget, all dirty or all clean."""
-    per_pg = sim.budget / sim.avg
-    x = sim.N * (frac * per_pg / sim.N.sum(axis=1))[:, None]
-    sim.C[:], sim.D[:] = (0.0, x) if dirty else (x, 0.0)
 
 
 def inserts_per_pg(sim: TierSim) -> np.ndarray:

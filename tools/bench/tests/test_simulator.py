@@ -18,6 +18,7 @@ import policies  # noqa: E402
 import run as bench_run  # noqa: E402
 import scenario as scn  # noqa: E402
 from record import METRIC_KEYS, RunRecord, weighted_percentile  # noqa: E402
+from sim_state import fill, new_sim  # noqa: E402
 from simulator import mgr_view  # noqa: E402
 from simulator.run import simulate  # noqa: E402
 from simulator.tier import (  # noqa: E402
@@ -61,17 +62,6 @@ def short(**changes: Any) -> scn.Scenario:
     return scn.from_dict(d)
 
 
-def new_sim(sc: scn.Scenario) -> TierSim:
-    return TierSim(sc, make_bins([5000, 200]), Ratios(0.4, 0.6, 0.8))
-
-
-def make_dirty(sim: TierSim, frac: float) -> None:
-    """Every PG holds frac of its budget, all dirty, spread over its objects."""
-    per_pg = sim.budget / sim.avg
-    sim.C[:] = 0
-    sim.D[:] = sim.N * (frac * per_pg / sim.N.sum(axis=1))[:, None]
-
-
 # --- workload ---------------------------------------------------------------
 
 @pytest.mark.parametrize('keys', [scn.Keys('uniform', 5000), scn.Keys('zipf', 200, 0.99),
@@ -105,7 +95,7 @@ def test_flush_mode_follows_the_ratios_with_slop_hysteresis():
     sim = new_sim(short())
 
     def set_dirty(frac: float) -> None:
-        make_dirty(sim, frac)
+        fill(sim, frac, dirty=True)
     set_dirty(0.405)              # over 0.4 but inside the slop (0.4 + 0.008): stays idle
     sim.choose_modes()
     assert (sim.flush_mode == FLUSH_IDLE).all()
@@ -126,15 +116,15 @@ def test_evict_mode_slop_scales_with_the_full_ratio_not_the_dirty_ratio():
     for dirty_ratio in (0.1, 0.4):
         sim = new_sim(short())
         sim.ratios.dirty = dirty_ratio
-        make_dirty(sim, 0.81)
+        fill(sim, 0.81, dirty=True)
         sim.C[:], sim.D[:] = sim.D, 0.0     # all clean: only eviction is in play
         sim.choose_modes()
         assert (sim.evict_mode == EVICT_IDLE).all()     # 0.81 < 0.8 + 0.016
-        make_dirty(sim, 0.82)
+        fill(sim, 0.82, dirty=True)
         sim.C[:], sim.D[:] = sim.D, 0.0
         sim.choose_modes()
         assert (sim.evict_mode == EVICT_SOME).all()
-        make_dirty(sim, 0.79)                # under 0.8, over 0.8 - 0.016: keeps evicting
+        fill(sim, 0.79, dirty=True)                # under 0.8, over 0.8 - 0.016: keeps evicting
         sim.C[:], sim.D[:] = sim.D, 0.0
         sim.choose_modes()
         assert (sim.evict_mode == EVICT_SOME).all()
@@ -143,7 +133,7 @@ def test_evict_mode_slop_scales_with_the_full_ratio_not_the_dirty_ratio():
 def test_over_budget_pg_is_full_and_its_writes_wait_until_it_drains():
     sc = short()
     sim = new_sim(sc)
-    make_dirty(sim, 1.5)          # every PG well over its budget
+    fill(sim, 1.5, dirty=True)          # every PG well over its budget
     d = demand(sc.phases[0], sim.bins)
     res = sim.step(1.0, d)
     assert (sim.evict_mode == EVICT_FULL).all()
@@ -180,7 +170,7 @@ def test_evictions_are_paced_by_flush_completions_while_the_agent_flushes():
     # object (and the spare ops after it).
     big = {'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20}
     sim = new_sim(short(cache=big))        # 256 objects per PG
-    make_dirty(sim, 0.5)
+    fill(sim, 0.5, dirty=True)
     sim.C[:] = sim.D * (0.45 / 0.5)         # plus 0.45 clean: 0.95 full
     totals = sim.totals.cache
     for _ in range(3):
@@ -193,7 +183,7 @@ def test_evictions_are_paced_by_flush_completions_while_the_agent_flushes():
         assert 0 < evicted <= evicts_per_flush(clean / (clean + dirty)) * flushed + 1e-9
     # Nothing to flush: evictions run at the agent's own pace.
     sim = new_sim(short(cache=big))
-    make_dirty(sim, 0.95)
+    fill(sim, 0.95, dirty=True)
     sim.C[:], sim.D[:] = sim.D, 0.0
     sim.step(1.0, IDLE)
     assert sim.totals.cache['num_flush'] == 0 and sim.totals.cache['num_evict'] > 0
@@ -211,7 +201,7 @@ def test_after_a_drain_stops_part_way_the_agent_meets_the_dirty_stretch_ahead_no
     big = {'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20}
     sim = new_sim(short(cache=big))        # 256 objects per PG
     sim.pool_set('cache_target_dirty_ratio', '0.3')
-    make_dirty(sim, 0.9)
+    fill(sim, 0.9, dirty=True)
     for _ in range(300):                   # the rest: drain to 0.3
         sim.step(1.0, IDLE)
     clean, dirty = (float((sim.m * x).sum()) for x in sim.objects())
@@ -280,7 +270,7 @@ def test_the_agent_evicts_from_its_fullest_pgs_first():
     sc = short(cache={'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20},
                sim={'cache_osds': 1})
     sim = new_sim(sc)
-    make_dirty(sim, 0.9)
+    fill(sim, 0.9, dirty=True)
     top = sim.G - 1                          # the row with the largest share
     sim.C[:], sim.D[:] = sim.D, 0.0          # all clean: no flushing, no pacing
     sim.C[top] *= 1.05 / 0.9                 # over its budget: FULL
@@ -301,7 +291,7 @@ def test_the_agent_flushes_its_evicting_pgs_before_the_flush_only_ones():
                sim={'cache_osds': 1})
     sim = new_sim(sc)
     sim.pool_set('cache_target_dirty_ratio', '0.1')
-    make_dirty(sim, 0.5)
+    fill(sim, 0.5, dirty=True)
     top = sim.G - 1
     sim.D[top] *= 1.05 / 0.5                 # over its budget: FULL
     sim.choose_modes()
@@ -316,7 +306,7 @@ def test_the_agent_flushes_its_evicting_pgs_before_the_flush_only_ones():
                sim={'cache_osds': 4})
     sim = new_sim(sc)
     sim.pool_set('cache_target_dirty_ratio', '0.1')
-    make_dirty(sim, 0.5)
+    fill(sim, 0.5, dirty=True)
     sim.D[top] *= 1.05 / 0.5
     before = sim.D.sum(axis=1)
     sim.step(0.1, IDLE)
@@ -331,7 +321,7 @@ def test_writes_in_flight_carry_a_pg_past_its_budget_before_it_blocks():
     # local cluster's pool fill peaked at 1.01-1.04), and no further.
     sc = short()
     sim = new_sim(sc)
-    make_dirty(sim, 0.99)
+    fill(sim, 0.99, dirty=True)
     flood = demand(scn.Phase('flood', 60, 'write', threads=16, block_size=4 << 20,
                              keys=scn.Keys('uniform', 5000)), sim.bins)
     sim.step(1.0, flood)
@@ -351,7 +341,7 @@ def test_a_pg_leaving_full_lets_all_its_waiting_writes_through_at_once():
     # (test_sim_ceph_divergences).
     sc = short(cache={**SHORT['cache'], 'hit_set_count': 0})
     sim = new_sim(sc)
-    make_dirty(sim, 0.95)
+    fill(sim, 0.95, dirty=True)
     top = sim.G - 1
     waiting = 3.0                             # writes per PG of the row
     sim.blocked[top] = waiting
@@ -409,7 +399,7 @@ def test_a_pool_change_starts_a_whole_new_hit_set_period():
 
 def test_flushes_count_in_the_base_pool_writes_as_on_a_real_cluster():
     sim = new_sim(short())
-    make_dirty(sim, 0.5)
+    fill(sim, 0.5, dirty=True)
     for _ in range(5):
         sim.step(1.0, IDLE)
     c, b = sim.totals.cache, sim.totals.base
@@ -822,7 +812,7 @@ def test_without_hit_sets_every_clean_object_passes_the_evict_effort(hit_set_cou
     sc = short(cache={'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20,
                       'hit_set_count': hit_set_count}, sim={'cache_osds': 1})
     sim = new_sim(sc)
-    make_dirty(sim, 0.85)
+    fill(sim, 0.85, dirty=True)
     sim.C[:], sim.D[:] = sim.D, 0.0          # all clean: no flushing, no pacing
     sim.choose_modes()
     effort = float(sim.effort.max())
@@ -842,7 +832,7 @@ def test_evictions_count_in_the_cache_pool_writes_as_on_a_real_cluster():
     """The OSD counts an eviction as a write of 0 kb (the recorded drain:
     11 writes, 0 kb, 11 evictions); the module's rates take them out."""
     sim = new_sim(short())
-    make_dirty(sim, 0.95)
+    fill(sim, 0.95, dirty=True)
     sim.C[:], sim.D[:] = sim.D, 0.0      # all clean, over full: only eviction
     before = dict(sim.totals.cache)
     for _ in range(5):
