@@ -38,7 +38,7 @@ if __name__ == '__main__':
 import policies  # noqa: E402
 import run  # noqa: E402
 import scenario as scn  # noqa: E402
-from report import better_or_equal, emit  # noqa: E402
+from report import better_or_equal, emit, figure  # noqa: E402
 from seeds import map_jobs, nan_if_none  # noqa: E402
 from simulator.run import simulate  # noqa: E402
 
@@ -66,29 +66,19 @@ def figures(sc: scn.Scenario, policy: str) -> Figures:
                    nan_if_none(m.get('throughput_mib_s_mean')), int(m['ratio_changes']))
 
 
-def _pick_job(sc: scn.Scenario) -> str:
-    return str(run.best_static(sc, lambda m: None, seed=0).params['best_static'])
-
-
 def _run_job(job: Tuple[scn.Scenario, str]) -> Figures:
     return figures(*job)
 
 
 def measure(scs: Sequence[scn.Scenario], jobs: int
             ) -> List[Tuple[scn.Scenario, str, Dict[str, Figures]]]:
-    picks = map_jobs(_pick_job, list(scs), jobs)
+    picks = map_jobs(run.seed0_pick, list(scs), jobs)
     work = [(sc, policy or pick) for sc, pick in zip(scs, picks, strict=True)
             for _, policy in COLUMNS]
     done = map_jobs(_run_job, work, jobs)
     n = len(COLUMNS)
     return [(sc, pick, {name: done[i * n + j] for j, (name, _) in enumerate(COLUMNS)})
             for i, (sc, pick) in enumerate(zip(scs, picks, strict=True))]
-
-
-def _fmt(x: float) -> str:
-    if x != x:
-        return '-'
-    return f'{x:.4f}' if abs(x) < 10 else f'{x:.0f}'
 
 
 def report(results: Sequence[Tuple[scn.Scenario, str, Dict[str, Figures]]],
@@ -110,7 +100,7 @@ def report(results: Sequence[Tuple[scn.Scenario, str, Dict[str, Figures]]],
     ]
     notes: List[str] = []
     for sc, pick, figs in results:
-        cells = [f'{_fmt(f.primary)} / {f.throughput:.1f} / {f.changes}'
+        cells = [f'{figure(f.primary)} / {f.throughput:.1f} / {f.changes}'
                  for f in (figs[name] for name, _ in COLUMNS)]
         lines.append(f'| {sc.name} | ' + ' | '.join(cells) + ' |')
         lower = run.primary_metric(sc)[1]

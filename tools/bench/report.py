@@ -292,6 +292,14 @@ def write_report(records: Sequence[RunRecord], scenarios: Dict[str, Scenario],
     return md
 
 
+def figure(x: float) -> str:
+    """A primary metric in a tool's table: a hit ratio (under 10) to 4
+    decimals, a latency in ms whole, '-' for NaN (no figure)."""
+    if math.isnan(x):
+        return '-'
+    return f'{x:.4f}' if abs(x) < 10 else f'{x:.0f}'
+
+
 def emit(text: str, out: Optional[Path]) -> None:
     """A tool's Markdown report: to stdout, and to `out` if given."""
     sys.stdout.write(text)

@@ -122,6 +122,13 @@ def best_static(sc: scn.Scenario, log: Callable[[str], None], seed: int = 0) -> 
     return best_rec
 
 
+def seed0_pick(sc: scn.Scenario) -> str:
+    """best_static's pick on seed 0, as a policy string (static:D,H,F):
+    the setting the bench tools hold tiertune to beside make bench-sim's.
+    Top level, so that a process pool can run it."""
+    return str(best_static(sc, lambda m: None, seed=0).params['best_static'])
+
+
 def run_one(sc: scn.Scenario, policy: str, backend: str, workdir: Path,
             log: Callable[[str], None] = print, time_scale: float = 1.0) -> RunRecord:
     rec = _run(sc, policy, backend, workdir, log, time_scale)

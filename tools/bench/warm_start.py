@@ -47,7 +47,7 @@ if __name__ == '__main__':
 import policies  # noqa: E402
 import run  # noqa: E402
 import scenario as scn  # noqa: E402
-from report import better_or_equal, emit  # noqa: E402
+from report import better_or_equal, emit, figure  # noqa: E402
 from seeds import map_jobs, nan_if_none  # noqa: E402
 from simulator.run import LEAD_IN_TICKS, simulate  # noqa: E402
 
@@ -73,10 +73,6 @@ def figures(sc: scn.Scenario, policy: str, seed: int,
                    (r0['dirty'], r0['dirty_high'], r0['full']))
 
 
-def _pick_job(sc: scn.Scenario) -> str:
-    return str(run.best_static(sc, lambda m: None, seed=0).params['best_static'])
-
-
 # (scenario, policy, seed, lead ticks)
 _RunJob = Tuple[scn.Scenario, str, int, int]
 
@@ -99,7 +95,7 @@ class ScenarioRuns:
 
 def measure(scs: Sequence[scn.Scenario], leads: Sequence[int], seeds: int,
             jobs: int) -> List[ScenarioRuns]:
-    picks = map_jobs(_pick_job, list(scs), jobs)
+    picks = map_jobs(run.seed0_pick, list(scs), jobs)
     work: List[_RunJob] = []
     keys: List[Tuple[int, str]] = []
     for i, (sc, pick) in enumerate(zip(scs, picks, strict=True)):
@@ -118,12 +114,6 @@ def measure(scs: Sequence[scn.Scenario], leads: Sequence[int], seeds: int,
 def _mean(xs: Sequence[float]) -> float:
     vals = [x for x in xs if not math.isnan(x)]
     return statistics.fmean(vals) if vals else math.nan
-
-
-def _fmt(x: float) -> str:
-    if math.isnan(x):
-        return '-'
-    return f'{x:.4f}' if abs(x) < 10 else f'{x:.0f}'
 
 
 def report(results: Sequence[ScenarioRuns], leads: Sequence[int], seeds: int) -> str:
@@ -148,8 +138,8 @@ def report(results: Sequence[ScenarioRuns], leads: Sequence[int], seeds: int) ->
         for c in cols:
             figs = r.runs[c]
             after = _mean([f.after_first for f in figs])
-            cells.append(_fmt(_mean([f.primary for f in figs]))
-                         + ('' if math.isnan(after) else f' ({_fmt(after)})'))
+            cells.append(figure(_mean([f.primary for f in figs]))
+                         + ('' if math.isnan(after) else f' ({figure(after)})'))
         lines.append(f'| {r.sc.name} | ' + ' | '.join(cells) + ' |')
         pick = r.runs['best-static pick']
         for v in leads:
