@@ -98,7 +98,8 @@ from .topology import Ratios
 ACTIONS = ('change', 'hold', 'none')
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class Decision:
     action: str                      # 'change' | 'hold' | 'none'
     current: Ratios

@@ -10,7 +10,8 @@ from .series import _Series, _wmean
 from .topology import CacheTier
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class EvictModel:
     evict_bps: float                 # smoothed evict bytes/s
     clean_bytes: int                 # user bytes not dirty now (what eviction can free)

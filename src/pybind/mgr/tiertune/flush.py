@@ -19,7 +19,8 @@ FLUSH_MIN_POINTS = 5
 FLUSH_PRIOR_HIGH_OVER_LOW = 2.0
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class FlushModel:
     """Achieved flush bytes/s as a function of the PGs in flush low/high:
     flush ~= per_pg_low * n_low + per_pg_high * n_high, least squares."""

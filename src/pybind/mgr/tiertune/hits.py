@@ -19,7 +19,8 @@ HIT_MIN_POINTS = 10
 HIT_MIN_FILL_SPAN = 0.05
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class HitModel:
     """Share of client ops the cache served itself (not proxied), against
     cache occupancy (fill): hit ~= a + b * fill.  too_thin says why no curve

@@ -30,7 +30,8 @@ IDLE_AFTER_S = 20.0
 BURST_FACTOR = 2.0
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class InflowModel:
     """Bytes per second becoming dirty in the cache: dirty growth plus what
     the agent flushed in the same interval (a flush turns dirty bytes clean)."""
@@ -52,7 +53,8 @@ class InflowModel:
     run_bps: Optional[float] = None
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class _Runs:
     """Runs of consecutive intervals of inflow, quiet gaps shorter than
     IDLE_AFTER_S included, oldest first: per run its first and last interval

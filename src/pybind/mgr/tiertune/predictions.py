@@ -19,7 +19,8 @@ from .topology import CacheTier
 BAND_SIGMAS = 1.0
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class Band:
     """An estimate with an uncertainty band (low <= value <= high)."""
     value: float
@@ -27,7 +28,8 @@ class Band:
     high: float
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class Predictions:
     """Seconds until dirty reaches dirty_high (pool level) and until the
     cache reaches 100% of its target (where the OSD blocks writes), under

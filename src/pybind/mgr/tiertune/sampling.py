@@ -95,7 +95,8 @@ class PoolSample:
     base_pool_id: int = -1
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class AgentLevels:
     """Fill and dirty as the OSD agent computes them (agent_choose_mode), summed
     over the pool: hit-set archives excluded, store overhead added, dirty bytes
