@@ -98,7 +98,7 @@ from .topology import Ratios
 ACTIONS = ('change', 'hold', 'none')
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class Decision:
     action: str                      # 'change' | 'hold' | 'none'

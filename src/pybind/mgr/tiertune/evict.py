@@ -10,7 +10,7 @@ from .series import _Series, _wmean
 from .topology import CacheTier
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class EvictModel:
     evict_bps: float                 # smoothed evict bytes/s

@@ -19,7 +19,7 @@ FLUSH_MIN_POINTS = 5
 FLUSH_PRIOR_HIGH_OVER_LOW = 2.0
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class FlushModel:
     """Achieved flush bytes/s as a function of the PGs in flush low/high:

@@ -19,7 +19,7 @@ HIT_MIN_POINTS = 10
 HIT_MIN_FILL_SPAN = 0.05
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class HitModel:
     """Share of client ops the cache served itself (not proxied), against

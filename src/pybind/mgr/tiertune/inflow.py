@@ -30,7 +30,7 @@ IDLE_AFTER_S = 20.0
 BURST_FACTOR = 2.0
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class InflowModel:
     """Bytes per second becoming dirty in the cache: dirty growth plus what
@@ -53,7 +53,7 @@ class InflowModel:
     run_bps: Optional[float] = None
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class _Runs:
     """Runs of consecutive intervals of inflow, quiet gaps shorter than

@@ -85,7 +85,7 @@ RECOMMEND_GRID = 0.01
 TARGET_FROM_FRACTION_MIN = 0.01
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class ControllerInput:
     now_s: float                     # monotonic seconds (the module's clock)

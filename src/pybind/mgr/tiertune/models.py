@@ -70,17 +70,7 @@ ROUND_WHOLE_ABOVE = 1000.0
 ROUND_DIGITS = 4
 
 
-# PER_TICK_DATACLASS: the model and its estimates (InflowModel, FlushModel,
-# EvictModel, HitModel, Predictions, Band), the law's input and decision
-# (ControllerInput, Decision), AgentLevels and inflow's _Runs are built for
-# every cache pool every tick.  A frozen dataclass sets each field through
-# object.__setattr__, about 1,400 instructions against 150 for a plain
-# attribute (callgrind, Python 3.11): some 90 fields a pool, a tenth of a
-# steady tick.  So they are plain dataclasses, read-only by convention
-# (nothing assigns to one after it is built), and unsafe_hash keeps the
-# hash a frozen one had.  Setting them through the instance's __dict__
-# instead would keep them frozen but turn their inline attributes into a
-# dict (see tools/bench/tick_instructions.py).
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class PoolModel:
     fitted: bool

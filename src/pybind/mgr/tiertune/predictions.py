@@ -19,7 +19,7 @@ from .topology import CacheTier
 BAND_SIGMAS = 1.0
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class Band:
     """An estimate with an uncertainty band (low <= value <= high)."""
@@ -28,7 +28,7 @@ class Band:
     high: float
 
 
-# Not frozen, hashable as if it were: see PER_TICK_DATACLASS.
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
 @dataclass(unsafe_hash=True)
 class Predictions:
     """Seconds until dirty reaches dirty_high (pool level) and until the

@@ -12,7 +12,8 @@ from .sampling import PoolSample
 MIN_RATE_INTERVAL_S = 1.0
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class Rates:
     interval_s: float
     flush_bytes_sec: float
@@ -112,7 +113,8 @@ def _proxied_rates(prev: PoolSample, cur: PoolSample, dt: float) -> Tuple[float,
     return (d[0] * 1024, d[1], d[2] * 1024, d[3])
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class HistoryEntry:
     sample: PoolSample
     dirty_bytes: int

@@ -8,7 +8,8 @@ MICRO = 1_000_000
 POOL_TYPE_ERASURE = 3  # pg_pool_t::TYPE_ERASURE
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class Ratios:
     dirty: float
     dirty_high: float
