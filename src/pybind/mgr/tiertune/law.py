@@ -139,6 +139,13 @@ def _size(b: float) -> str:
     return f'{b:.0f} B'
 
 
+def _writes_wait(inp: ControllerInput, fill: Optional[float]) -> str:
+    """Why writes wait for room (the law's writes_blocked), for a sentence:
+    worded only when one says it, not every tick."""
+    return (f'{inp.full_pgs} PG(s) FULL' if inp.full_pgs > 0
+            else f'fill {_f(fill or 0.0)}') + ' (writes wait for room)'
+
+
 def _relax_point(lo: float, hi: float) -> float:
     return lo + RELAX_POSITION * (hi - lo)
 
@@ -217,8 +224,6 @@ def _law(inp: ControllerInput) -> _Law:
     # Writes wait for room: the inflow reads idle (nothing gets in), yet
     # nothing is idle.  Neither dirty_high nor full goes up meanwhile.
     writes_blocked = inp.full_pgs > 0 or (fill is not None and fill >= 1.0)
-    _blocked = (f'{inp.full_pgs} PG(s) FULL' if inp.full_pgs > 0
-                else f'fill {_f(fill or 0.0)}') + ' (writes wait for room)'
     nums: Dict[str, Any] = {
         'inflow_state': m.inflow.state,
         'inflow_short_bps': _finite(m.inflow.short_bps),
@@ -376,7 +381,7 @@ def _law(inp: ControllerInput) -> _Law:
         # overrun rule once the surge is measured), it would open the room
         # writes wait for slower.  The bounds still win (the clamp below).
         want_h = ch
-        notes.append(f'{_blocked}: dirty_high ratio not raised')
+        notes.append(f'{_writes_wait(inp, fill)}: dirty_high ratio not raised')
     h_law = _clamp(want_h, hmin, hmax)
     nums['wanted_dirty_high'] = want_h
 
@@ -423,7 +428,7 @@ def _law(inp: ControllerInput) -> _Law:
             # always is, and which keeps dirty where it is.
             want_d = dmin
             whys['dirty'] = _RatioWhy(
-                why=f'{burst_desc} while {_blocked}', bound='min',
+                why=f'{burst_desc} while {_writes_wait(inp, fill)}', bound='min',
                 purpose='so flushing makes the room they wait for', say_if_kept=True)
         elif near_full:
             whys['dirty'] = _RatioWhy(
@@ -552,7 +557,7 @@ def _law(inp: ControllerInput) -> _Law:
         # Eviction effort grows with how far a PG is over its full ratio:
         # raised now, it would make room for the waiting writes slower.
         want_f = cf
-        notes.append(f'{_blocked}: full ratio not raised')
+        notes.append(f'{_writes_wait(inp, fill)}: full ratio not raised')
     f_law = _clamp(want_f, fmin, fmax)
     nums['wanted_full'] = want_f
 
