@@ -3,6 +3,7 @@ hand: the state a test then steps from."""
 
 import sys
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -11,9 +12,11 @@ from simulator.tier import Ratios, TierSim
 from simulator.workload import make_bins
 
 
-def new_sim(sc: scn.Scenario) -> TierSim:
-    """sc's tier at Ceph's default ratios, over two key bins (5000 and 200 keys)."""
-    return TierSim(sc, make_bins([5000, 200]), Ratios(0.4, 0.6, 0.8))
+def new_sim(sc: scn.Scenario, ratios: Optional[Ratios] = None) -> TierSim:
+    """sc's tier at ratios (Ceph's defaults unless given: a fresh Ratios,
+    since tests set the sim's ratios in place), over two key bins (5000
+    and 200 keys)."""
+    return TierSim(sc, make_bins([5000, 200]), ratios or Ratios(0.4, 0.6, 0.8))
 
 
 def fill(sim: TierSim, frac: float, dirty: bool) -> None:

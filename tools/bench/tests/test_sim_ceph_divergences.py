@@ -6,7 +6,7 @@ it stands (a review's findings, not fixed here)."""
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 import pytest
@@ -34,7 +34,7 @@ from simulator.tier import (  # noqa: E402
     TierSim,
     evicts_per_flush,
 )
-from simulator.workload import IDLE, demand, make_bins  # noqa: E402
+from simulator.workload import IDLE, demand  # noqa: E402
 
 BASE: Dict[str, Any] = {
     'name': 'div', 'description': 'review',
@@ -53,6 +53,26 @@ def scenario(**changes: Any) -> scn.Scenario:
         else:
             d[k] = v
     return scn.from_dict(d)
+
+
+def sixteen_pgs_on_four_osds(latency_ms: float = 50, **cache: Any) -> scn.Scenario:
+    """An 8 GiB cache of 16 PGs on 4 OSDs over a base of unbounded
+    bandwidth and latency_ms: the OSDs' flush quotas, not the base, set
+    how much each step flushes."""
+    return scenario(cache={'target_max_bytes': '8GiB', 'pg_num': 16, **cache},
+                    sim={'cache_osds': 4, 'base_bandwidth_mib_s': 1e6,
+                         'base_latency_ms': latency_ms})
+
+
+def idle_step(sim: TierSim, dt: float = 0.1) -> Tuple[np.ndarray, float, float]:
+    """One step of dt with no client IO: the objects each PG of a row
+    flushed (its dirty count's fall: with no client ops only flushes take
+    dirty objects), and the flushes and evictions the pool counted."""
+    before, dirty = dict(sim.totals.cache), sim.D.sum(axis=1).copy()
+    sim.step(dt, IDLE)
+    after = sim.totals.cache
+    return (dirty - sim.D.sum(axis=1), after['num_flush'] - before['num_flush'],
+            after['num_evict'] - before['num_evict'])
 
 
 def inserts_per_pg(sim: TierSim) -> np.ndarray:
@@ -184,8 +204,7 @@ def test_pgs_on_osds_without_a_high_pg_pace_evictions_by_their_own_mix() -> None
     # listing ahead of every PG is all dirty (its clean objects just behind
     # the position): that caps the HIGH OSD's PGs (one eviction per flush,
     # the object just flushed) but not the others, half clean.
-    sc = scenario(cache={'target_max_bytes': '8GiB', 'pg_num': 16},
-                  sim={'cache_osds': 4, 'base_bandwidth_mib_s': 1e6, 'base_latency_ms': 50})
+    sc = sixteen_pgs_on_four_osds()
     sim = new_sim(sc)
     fill(sim, 0.98, dirty=False)
     sim.D[:] = sim.C * 0.5
@@ -206,22 +225,11 @@ def test_pgs_on_osds_without_a_high_pg_pace_evictions_by_their_own_mix() -> None
     lp.here_clean[:] = 0.0
     lp.here_dirty[:] = lp.dirty[:, 0]
     sim._listing_of = sim._row_sums().tobytes()
-    before = dict(sim.totals.cache)
-    sim.step(0.1, IDLE)
-    flushed = sim.totals.cache['num_flush'] - before['num_flush']
-    evicted = sim.totals.cache['num_evict'] - before['num_evict']
+    _, flushed, evicted = idle_step(sim)
     assert flushed > 0
     # HIGH OSD: 4 of the 10 ops, one eviction per flush; the rest by a
     # clean share of 0.5 (about 3 per flush): well over one per flush
     assert evicted > 1.5 * flushed
-
-
-def _flushed_per_row(sim: TierSim, step: Any) -> np.ndarray:
-    """Objects each PG of a row flushed in `step()` (its dirty count's fall:
-    with no client ops only flushes take dirty objects)."""
-    before = sim.D.sum(axis=1).copy()
-    step()
-    return before - sim.D.sum(axis=1)
 
 
 @pytest.mark.xfail(strict=True, reason='evictions paced by flushes are pooled over all OSDs: '
@@ -237,8 +245,7 @@ def test_evictions_follow_the_flushes_of_their_own_osd() -> None:
     # three other OSDs and behind it on its own.  Per own flush: the
     # flushed object (try_flush_mark_clean) and evicts_per_flush of its
     # clean share, at most.  Flushes on the other OSDs give it none.
-    sc = scenario(cache={'target_max_bytes': '8GiB', 'pg_num': 16, 'hit_set_count': 0},
-                  sim={'cache_osds': 4, 'base_bandwidth_mib_s': 1e6, 'base_latency_ms': 200})
+    sc = sixteen_pgs_on_four_osds(200, hit_set_count=0)
     sim = new_sim(sc)
     fill(sim, 0.7, dirty=False)
     sim.D[:] = sim.C * (0.5 / 0.7)
@@ -250,9 +257,7 @@ def test_evictions_follow_the_flushes_of_their_own_osd() -> None:
     assert sim.evict_mode[top] == EVICT_SOME and (sim.evict_mode[:top] == EVICT_IDLE).all()
     clean, dirty = sim.objects()
     p = clean[top] / (clean[top] + dirty[top])
-    before = sim.totals.cache['num_evict']
-    flushed = _flushed_per_row(sim, lambda: sim.step(0.1, IDLE))
-    evicted = sim.totals.cache['num_evict'] - before
+    flushed, _, evicted = idle_step(sim)
     assert flushed[top] > 0 and flushed[:top].sum() > flushed[top]
     assert evicted <= (1.0 + evicts_per_flush(p)) * flushed[top] * (1 + 1e-6)
 
@@ -270,9 +275,8 @@ def test_a_high_osds_evictions_per_flush_follow_its_own_top_pgs_listing() -> Non
     # simulator's LOW reading; the flushed object counted on top, as
     # try_flush_mark_clean does in LOW too).  Their listings do not reach
     # the HIGH OSD's pacing, nor its listing theirs.
-    sc = scenario(cache={'target_max_bytes': '8GiB', 'pg_num': 16, 'hit_set_count': 0},
-                  sim={'cache_osds': 4, 'base_bandwidth_mib_s': 1e6, 'base_latency_ms': 50})
-    sim = TierSim(sc, make_bins([5000, 200]), Ratios(0.1, 0.6, 0.8))
+    sc = sixteen_pgs_on_four_osds(hit_set_count=0)
+    sim = new_sim(sc, Ratios(0.1, 0.6, 0.8))
     fill(sim, 0.9, dirty=False)
     sim.D[:] = sim.C * (0.15 / 0.9)
     sim.C -= sim.D                    # 0.9 full, 0.15 dirty: LOW, SOME
@@ -294,9 +298,7 @@ def test_a_high_osds_evictions_per_flush_follow_its_own_top_pgs_listing() -> Non
     lp.here_dirty[:] = lp.dirty[:, 0]
     sim._listing_of = sim._row_sums().tobytes()
     p = clean[0] / (clean[0] + dirty[0])
-    before = sim.totals.cache['num_evict']
-    flushed = _flushed_per_row(sim, lambda: sim.step(0.1, IDLE))
-    evicted = sim.totals.cache['num_evict'] - before
+    flushed, _, evicted = idle_step(sim)
     # the FULL PG holds the HIGH OSD's four ops; the others the LOW OSDs'
     assert flushed[top] > 0 and flushed[:top].sum() > 0
     ceph_most = flushed[top] * 1.0 + flushed[:top].sum() * (1.0 + evicts_per_flush(p))
@@ -306,8 +308,7 @@ def test_a_high_osds_evictions_per_flush_follow_its_own_top_pgs_listing() -> Non
 def _evict_only_top_pg() -> TierSim:
     """16 PGs on 4 OSDs: one FULL whose dirty level is under the dirty
     ratio (flush IDLE), 15 flushing LOW that do not evict."""
-    sc = scenario(cache={'target_max_bytes': '8GiB', 'pg_num': 16, 'hit_set_count': 0},
-                  sim={'cache_osds': 4, 'base_bandwidth_mib_s': 1e6, 'base_latency_ms': 200})
+    sc = sixteen_pgs_on_four_osds(200, hit_set_count=0)
     sim = new_sim(sc)
     fill(sim, 0.7, dirty=False)
     sim.D[:] = sim.C * (0.5 / 0.7)
@@ -337,9 +338,7 @@ def test_a_pg_that_evicts_without_flushing_evicts_unpaced_at_the_top_of_its_osd(
     stop_at = sim.ratios.full * (1.0 - OSD_AGENT_SLOP) * sim.budget / sim.avg
     over = clean[top] + dirty[top] - stop_at
     dt = 0.1
-    before = sim.totals.cache['num_evict']
-    sim.step(dt, IDLE)
-    evicted = sim.totals.cache['num_evict'] - before
+    _, _, evicted = idle_step(sim, dt)
     unpaced = min(over, EVICT_OBJECTS_PER_S_PER_OSD * dt)
     assert evicted >= 0.99 * unpaced
 
@@ -357,7 +356,7 @@ def test_an_osd_whose_top_pg_only_evicts_starts_no_flushes() -> None:
     flush_time = (sp.base_latency_ms / 1000 + FLUSH_EXTRA_LATENCY_S
                   + sim.sc.object_size / (sp.base_bandwidth_mib_s * MiB))
     dt = 0.1
-    flushed = _flushed_per_row(sim, lambda: sim.step(dt, IDLE))
+    flushed, _, _ = idle_step(sim, dt)
     ceph_most = (sim.osds - 1) * OSD_AGENT_MAX_LOW_OPS / flush_time * dt
     assert flushed.sum() <= ceph_most * (1 + 1e-9)
 
@@ -371,18 +370,14 @@ def test_flushing_low_each_completed_flush_evicts_its_own_object() -> None:
     # whatever the flush mode; FULL skips the temperature test.  So
     # flushing LOW a FULL PG evicts at least one object per completed
     # flush (agent_pacing.py measured 1.7 at a clean share of 0.1).
-    sc = scenario(cache={'target_max_bytes': '8GiB', 'pg_num': 16, 'hit_set_count': 0},
-                  sim={'cache_osds': 4, 'base_bandwidth_mib_s': 1e6, 'base_latency_ms': 50})
-    sim = TierSim(sc, make_bins([5000, 200]), Ratios(0.4, 0.99, 0.8))
+    sc = sixteen_pgs_on_four_osds(hit_set_count=0)
+    sim = new_sim(sc, Ratios(0.4, 0.99, 0.8))
     fill(sim, 1.05, dirty=True)
     sim.C[:] = sim.D * (0.1 / 1.05)
     sim.D -= sim.C                    # 1.05 full, 0.95 dirty: LOW, FULL
     sim.choose_modes()
     assert (sim.flush_mode == FLUSH_LOW).all() and (sim.evict_mode == EVICT_FULL).all()
-    before = dict(sim.totals.cache)
-    sim.step(0.1, IDLE)
-    flushed = sim.totals.cache['num_flush'] - before['num_flush']
-    evicted = sim.totals.cache['num_evict'] - before['num_evict']
+    _, flushed, evicted = idle_step(sim)
     assert flushed > 0
     assert evicted >= flushed * (1 - 1e-6)
 
@@ -402,18 +397,15 @@ def test_with_hit_sets_paced_evictions_pass_the_temperature_test_too() -> None:
     # against 3.0 without hit sets (the simulator's LOW reading).
     evicted = {}
     for count in (0, 4):
-        sc = scenario(cache={'target_max_bytes': '8GiB', 'pg_num': 16, 'hit_set_count': count},
-                      sim={'cache_osds': 4, 'base_bandwidth_mib_s': 1e6, 'base_latency_ms': 50})
+        sc = sixteen_pgs_on_four_osds(hit_set_count=count)
         sim = new_sim(sc)
         fill(sim, 0.9, dirty=False)
         sim.D[:] = sim.C * 0.5
         sim.C -= sim.D                # 0.9 full, 0.45 dirty: LOW, SOME at 0.4
         sim.choose_modes()
         assert (sim.flush_mode == FLUSH_LOW).all() and (sim.effort == pytest.approx(0.4))
-        before = dict(sim.totals.cache)
-        sim.step(0.1, IDLE)
-        flushed = sim.totals.cache['num_flush'] - before['num_flush']
-        evicted[count] = (sim.totals.cache['num_evict'] - before['num_evict']) / flushed
+        _, flushed, evicted_now = idle_step(sim)
+        evicted[count] = evicted_now / flushed
     assert evicted[4] <= 0.8 * evicted[0]
 
 
