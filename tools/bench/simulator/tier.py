@@ -131,6 +131,13 @@ EVICT_OBJECTS_PER_S_PER_OSD = 400.0
 # and 0.5, against 3.3 and 2.0 from it (and 4.3 and 3.0 from LOW's).
 
 
+def _clean_share(weight: np.ndarray, clean: np.ndarray, dirty: np.ndarray) -> float:
+    """The clean share of the objects weight (per row) puts in front of the
+    agents: sum(weight * clean) / sum(weight * (clean + dirty)), 0 with
+    none."""
+    return float((weight * clean).sum()) / max(float((weight * (clean + dirty)).sum()), 1e-12)
+
+
 def evicts_per_flush(clean_share: float, high: bool = False) -> float:
     """Evictions the agent starts per flush it completes, flushing LOW or
     HIGH (see above)."""
@@ -542,36 +549,30 @@ class TierSim:
             have = Cp                 # the most each PG of a row can evict
             allowed = math.inf
             if paced:
-                # the clean share of what the evicting PGs' agents meet: HIGH,
-                # what lies ahead of their listing positions as they flush
-                # (see _met_evictions); LOW, the PG's (the agent lists past
-                # dirty objects then, the share agent_pacing.py measured)
+                # the clean share of what the evicting PGs' agents meet.
+                # LOW, on the OSDs without a HIGH PG (all of them while no
+                # PG is HIGH: on_high is 0), the PG's own mix: the agent
+                # lists past dirty objects then (the share agent_pacing.py
+                # measured).  HIGH, what lies ahead of their listing
+                # positions as they flush (see _met_evictions).  Each OSD
+                # paces by its own quota's reading, blended by the share of
+                # the flushes on HIGH OSDs.
                 evicting = self.m * (self.effort > 0)
-                met_c, met_d = rows[0], rows[1]
+                per_flush = evicts_per_flush(
+                    _clean_share(evicting * (1.0 - on_high), rows[0], rows[1]))
                 if high:
                     met_c, met_d, listed_c = self.listing.met(flush_pg)
                     most = np.minimum(self._met_evictions(met_c, met_d, flush_pg),
                                       listed_c + flush_pg)
                     capped = on_high * np.minimum(have, most) + (1.0 - on_high) * have
                     have = np.where(flushing, capped, have)
-                share = float((evicting * met_c).sum()) / max(
-                    float((evicting * (met_c + met_d)).sum()), 1e-12)
-                per_flush = evicts_per_flush(share)
-                if high:
-                    # each OSD's pacing is its own quota's: HIGH on the
-                    # OSDs with a HIGH PG, LOW on the others
+                    high_per_flush = evicts_per_flush(_clean_share(evicting, met_c, met_d), True)
                     on_high_flushed = float((self.m * flush_pg * on_high).sum())
                     high_part = on_high_flushed / max(float((self.m * flush_pg).sum()), 1e-12)
                     if high_part >= 1.0:
-                        per_flush = evicts_per_flush(share, True)
-                    else:
-                        # the LOW OSDs' agents list past dirty objects, as
-                        # with no PG HIGH: their PGs' own mix (rows)
-                        low = evicting * (1.0 - on_high)
-                        low_share = float((low * rows[0]).sum()) / max(
-                            float((low * (rows[0] + rows[1])).sum()), 1e-12)
-                        per_flush = (high_part * evicts_per_flush(share, True)
-                                     + (1.0 - high_part) * evicts_per_flush(low_share))
+                        per_flush = high_per_flush
+                    elif high_part > 0.0:
+                        per_flush = high_part * high_per_flush + (1.0 - high_part) * per_flush
                 allowed = per_flush * nflush
             # agent_work chooses the PG's mode again before each listing, so
             # it stops evicting once the PG is back at the full ratio less
