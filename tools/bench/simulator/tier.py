@@ -10,21 +10,26 @@ What follows the OSD (ceph-tiering-internals.md, PrimaryLogPG/OSD.cc):
     full ratio for evicting; added when the PG is idle, subtracted when it
     is not); evict effort (full - target) /
     (1 - target), at least osd_agent_min_evict_effort, quantized;
+  * PGs are placed on OSDs (primaries as even as the balancer makes
+    them, which PG where drawn by the seed), and each OSD's agent thread
+    (OSDService::agent_entry) works only the PGs of the top level of its
+    own agent_queue, keyed by evict effort: those that evict (FULL first)
+    before those that only flush (level 0; measured in
+    bench-results/cluster/agent-priority.md), a level's PGs sharing the
+    OSD evenly and what they leave unused passing down;
   * flushing is capped per OSD by in-flight agent ops: 2 (LOW) or 4 when
-    a PG of the OSD's own is HIGH (OSDService::agent_entry), the PGs on
-    the OSDs with a HIGH PG taken as an average over random placements;
-    each flush is one object written to the
-    base, so a flush takes base latency + object / base bandwidth share;
-    the OSD's agent_queue, keyed by evict effort, hands the ops to the
-    PGs that evict (FULL first) before those that only flush (level 0;
-    measured in bench-results/cluster/agent-priority.md);
+    a PG of the OSD's own is HIGH; each flush is one object written to
+    the base, so a flush takes base latency + object / base bandwidth
+    share;
   * eviction takes clean objects only, uniformly within a PG (the
     temperature test does not favour cold objects: see the reference's
-    reading of it), from the PGs of the highest evict effort first (the
-    OSD's agent_queue), and while the OSD flushes, as many per completed
-    flush as the clean share of what the agent meets gives
-    (evicts_per_flush); it stops at the full ratio less the slop, as
-    agent_work chooses the mode again before each listing;
+    reading of it).  A PG its OSD serves while it flushes evicts as its
+    flushes complete: as many per flush as the clean share of what its
+    agent meets gives (evicts_per_flush), its own mix on an OSD of the
+    low quota, what lies ahead of its listing position on one of the
+    HIGH quota; one served without flushing evicts unpaced.  It stops at
+    the full ratio less the slop, as agent_work chooses the mode again
+    before each listing;
   * the agent meets objects in hash order from a position it keeps
     between calls (listing.py): after a drain that stopped part-way, the
     stretch ahead of it holds the dirty objects, not the PG's mix;
@@ -46,16 +51,17 @@ Not modelled: min flush/evict ages (the scenarios use 0), omap, clones,
 scrub, PG stats reporting skew, the OSDs' CPU.
 Known to differ from Pacific 16.2.15 (a session-48 review; the per-OSD
 HIGH quota, the hit-set refill, the evict span and the writes released
-from FULL with hit sets were mended in session 49):
+from FULL with hit sets were mended in session 49, the placement of PGs
+on OSDs in session 51; strict xfails in test_sim_ceph_divergences.py):
   * Ceph also archives a hit set once it is full (bloom insert count,
     1,000 to 100,000 a set); here only when its period ends;
   * agent_delay (a PG whose pass started nothing waits 5 s);
-  * the listing cap of a PG flushing HIGH (what it meets) applies to all
-    flushing PGs while any is HIGH, and so does the clean share that
-    paces evictions: PGs on OSDs without a HIGH PG should pace by their
-    own mix, as LOW does (a session-49 review; the fix moved the 1 s
-    against 1/8 s step test past its 20%, so it waits; strict xfail in
-    test_sim_ceph_divergences.py);
+  * flushing LOW, a completed flush also evicts its own object
+    (try_flush_mark_clean); the LOW reading leaves it out (it was read
+    against agent_pacing.py's measurements, which a flat +1 fits worse
+    at mid shares);
+  * with hit sets the temperature test thins the evictions paced by
+    flushes too; here only the unpaced ones;
   * an object flushed and evicted in one completion is logged as a flush
     and an eviction (Ceph writes only the DELETE); hit_set_apply_log
     walks only the entries still in the PG log.
@@ -108,7 +114,7 @@ EVICT_OBJECTS_PER_S_PER_OSD = 400.0
 # ... but while the OSD has flushes in flight its evictions follow their
 # completions.  OSDService::agent_entry sleeps while the flush quota (agent
 # ops allowed, less those in flight) is used up; when a flush completes it
-# calls PrimaryLogPG::agent_work on its top PG (see _evict_by_priority),
+# calls PrimaryLogPG::agent_work on its top PG (see _agent_shares),
 # which lists AGENT_LISTED objects and starts at most the free ops: it
 # evicts the clean objects it meets, flushes the first dirty one, and goes
 # on evicting until it has started the free ops.  So, per flush completed,
@@ -131,13 +137,6 @@ EVICT_OBJECTS_PER_S_PER_OSD = 400.0
 # and 0.5, against 3.3 and 2.0 from it (and 4.3 and 3.0 from LOW's).
 
 
-def _clean_share(weight: np.ndarray, clean: np.ndarray, dirty: np.ndarray) -> float:
-    """The clean share of the objects weight (per row) puts in front of the
-    agents: sum(weight * clean) / sum(weight * (clean + dirty)), 0 with
-    none."""
-    return float((weight * clean).sum()) / max(float((weight * (clean + dirty)).sum()), 1e-12)
-
-
 def evicts_per_flush(clean_share: float, high: bool = False) -> float:
     """Evictions the agent starts per flush it completes, flushing LOW or
     HIGH (see above)."""
@@ -157,15 +156,30 @@ def evicts_per_flush(clean_share: float, high: bool = False) -> float:
     return before + after
 
 
+def evicts_per_flush_low(clean_share: np.ndarray) -> np.ndarray:
+    """evicts_per_flush(p) flushing LOW, per element of clean_share, with
+    the binomial tail written out for the spare ops (two)."""
+    k, n = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1
+    assert k == 2, 'the spare ops are written out for two'
+    p = np.minimum(np.maximum(clean_share, 0.0), 1.0)
+    q = 1.0 - p
+    none = q ** n
+    one = n * p * q ** (n - 1)
+    after = (1.0 - none) + (1.0 - none - one)
+    before = np.divide(p, q, out=np.full_like(p, math.inf), where=q > 0)
+    return before + after
+
+
 # Utilization above this is treated as this: the fluid model has no queue
 # of its own, and 1/(1-u) must stay finite.
 UTILIZATION_CAP = 0.95
 # Flush ops read the object from the cache before writing it to the base.
 FLUSH_EXTRA_LATENCY_S = 0.001
-# PGs are simulated in this many classes (quantiles of their share of the
-# objects), each row standing for its PGs: the agent's state differs
-# between PGs only through their share, and 256 rows cost 16 times the
-# arithmetic of 16 for the same answer to within the classes' spread.
+# PGs are simulated in this many classes in all (quantiles of their share
+# of the objects, this many divided by the OSDs on each OSD), each row
+# standing for its PGs: the agent's state differs between the PGs of one
+# OSD only through their share, and 256 rows cost 16 times the arithmetic
+# of 16 for the same answer to within the classes' spread.
 PG_CLASSES = 16
 # Blocked writes released together are recorded as this many latency
 # points spread over the wait (a fluid queue has no single op to follow).
@@ -257,10 +271,23 @@ class TierSim:
         # reach a ratio, and FULL, before the pool average does.
         share = rng.multinomial(max(int(scenario.target_max_bytes // self.S), self.P),
                                 np.full(self.P, 1.0 / self.P)).astype(float)
-        classes = np.array_split(np.sort(share / share.sum()), min(self.P, PG_CLASSES))
-        self.m = np.array([len(c) for c in classes], dtype=float)    # PGs per row
-        self.w = np.array([c.mean() for c in classes])               # share of one PG
+        share /= share.sum()
+        # Each PG's primary OSD, whose agent thread serves it: as many PGs
+        # on each OSD as the balancer evens them to, which PG where by hash.
+        primary = rng.permutation(np.arange(self.P) % self.osds)
+        # A row stands for the PGs of one OSD in one class of their shares
+        # (quantiles of the OSD's PGs): they fill alike and their OSD serves
+        # them alike.  Rows in order of share, the fullest last.
+        per_osd = max(PG_CLASSES // self.osds, 1)
+        rows = [cls for o in range(self.osds)
+                for pgs in [np.flatnonzero(primary == o)]
+                for cls in np.array_split(pgs[np.argsort(share[pgs], kind='stable')],
+                                          min(pgs.size, per_osd)) if cls.size]
+        rows.sort(key=lambda r: float(share[r].mean()))
+        self.m = np.array([r.size for r in rows], dtype=float)       # PGs per row
+        self.w = np.array([share[r].mean() for r in rows])           # share of one PG
         self.w /= float((self.m * self.w).sum())
+        self.osd_of = np.array([primary[r[0]] for r in rows])        # the rows' OSD
         self.G = self.m.size
         self.N = np.outer(self.w, bins.sizes)        # objects per (PG of the row, bin)
         # Clean and dirty side by side, so that one reduction gives both
@@ -495,30 +522,38 @@ class TierSim:
         lat_base = sim.base_latency_ms / 1000.0
         S = self.S
 
-        # --- flush capacity (agent ops) ---------------------------------------
+        # --- each OSD's agent: who it serves, and how many flushes --------------
         # Unstretched: the flushes' own load on the base is what the
         # bandwidth share below caps; stretching by the last step's
         # utilization (mostly theirs) made the flush rate swing between
         # steps and drain at ~70% of the base's bandwidth.
         flush_time = lat_base + FLUSH_EXTRA_LATENCY_S + S / bw_base
-        # The quota is per OSD (_flush_by_priority): osd_agent_max_ops on
-        # an OSD with a HIGH PG of its own, the low ops on the others.  The
-        # OSD hands its in-flight ops to its top PG first.
-        dirty_pg = rows[1]
+        clean_pg, dirty_pg = rows
         flush_pg = self._zeros_pg
-        paced = flushes = high = False   # evictions follow flush completions (see above)
-        on_high = self._zeros_pg         # per row, the share of its flushes on HIGH OSDs
-        flushing = self._n_mask[:, 0] & False
+        flushes = False
+        # per row: its OSD runs the HIGH quota (a PG of its own is HIGH)
+        on_high = self._no_rows
+        flushing = self._no_rows
+        served = self._zeros_pg          # per PG of a row, its share of its OSD's agent
+        evicts = bool(np.count_nonzero(self.effort))
         # (with no PG in a flush mode, flush_pg is 0 unless a PG's dirty sum
         # is below 0, which the arithmetic below would carry through)
-        if self._any_flush_mode or np.minimum.reduce(dirty_pg) < 0:
-            flush_pg = np.zeros(self.G)
+        if self._any_flush_mode or evicts or np.minimum.reduce(dirty_pg) < 0:
             flushing = (self.flush_mode > 0) & (dirty_pg > 0.5)
-            paced = bool(np.count_nonzero(flushing))
-            if paced:
-                high = bool((self.flush_mode[flushing] == FLUSH_HIGH).any())
-                flush_pg, on_high = self._flush_by_priority(flush_time, dt, dirty_pg,
-                                                            flushing, high)
+            if self._any_flush_mode:
+                high_pgs = np.bincount(self.osd_of, self.m * (self.flush_mode == FLUSH_HIGH),
+                                       self.osds)
+                on_high = (high_pgs > 0)[self.osd_of]
+            flush_speed = np.where(on_high, OSD_AGENT_MAX_OPS,
+                                   OSD_AGENT_MAX_LOW_OPS) / flush_time * dt
+            evict_speed = self._evict_passing() * EVICT_OBJECTS_PER_S_PER_OSD * dt
+            over = np.maximum(clean_pg + dirty_pg - self._stop_at(), 0.0)
+            need = np.where(flushing, dirty_pg / flush_speed,
+                            np.divide(np.minimum(clean_pg, over), evict_speed,
+                                      out=np.zeros(self.G), where=evict_speed > 0))
+            served = self._agent_shares(flushing, need)
+            if np.count_nonzero(flushing):
+                flush_pg = np.where(flushing, np.minimum(served * flush_speed, dirty_pg), 0.0)
             flush_pg = np.minimum(flush_pg, dirty_pg)
             flushes = bool(np.count_nonzero(flush_pg))
 
@@ -543,44 +578,32 @@ class TierSim:
             if self._counts_accesses:
                 self.acc_log += self._per_object(flushed)
             nflush = float((self.m * flushed.sum(axis=1)).sum())
-        evicts = bool(np.count_nonzero(self.effort))
+        held = flushing & on_high       # flushing HIGH: not listed past a dirty object
         if evicts:
             Cp = np.add.reduce(self.C, axis=1)
-            have = Cp                 # the most each PG of a row can evict
-            allowed = math.inf
-            if paced:
-                # the clean share of what the evicting PGs' agents meet.
-                # LOW, on the OSDs without a HIGH PG (all of them while no
-                # PG is HIGH: on_high is 0), the PG's own mix: the agent
-                # lists past dirty objects then (the share agent_pacing.py
-                # measured).  HIGH, what lies ahead of their listing
-                # positions as they flush (see _met_evictions).  Each OSD
-                # paces by its own quota's reading, blended by the share of
-                # the flushes on HIGH OSDs.
-                evicting = self.m * (self.effort > 0)
-                per_flush = evicts_per_flush(
-                    _clean_share(evicting * (1.0 - on_high), rows[0], rows[1]))
-                if high:
-                    met_c, met_d, listed_c = self.listing.met(flush_pg)
-                    most = np.minimum(self._met_evictions(met_c, met_d, flush_pg),
-                                      listed_c + flush_pg)
-                    capped = on_high * np.minimum(have, most) + (1.0 - on_high) * have
-                    have = np.where(flushing, capped, have)
-                    high_per_flush = evicts_per_flush(_clean_share(evicting, met_c, met_d), True)
-                    on_high_flushed = float((self.m * flush_pg * on_high).sum())
-                    high_part = on_high_flushed / max(float((self.m * flush_pg).sum()), 1e-12)
-                    if high_part >= 1.0:
-                        per_flush = high_per_flush
-                    elif high_part > 0.0:
-                        per_flush = high_part * high_per_flush + (1.0 - high_part) * per_flush
-                allowed = per_flush * nflush
             # agent_work chooses the PG's mode again before each listing, so
             # it stops evicting once the PG is back at the full ratio less
             # the slop (a 1 s step would otherwise carry it past)
             objects = self._row_sums()
-            stop_at = (self.ratios.full * (1.0 - OSD_AGENT_SLOP)) * self.budget / self.avg
-            have = np.minimum(have, np.maximum(objects[0] + objects[1] - stop_at, 0.0))
-            evict_pg = self._evict_by_priority(dt, have, allowed)
+            have = np.minimum(Cp, np.maximum(objects[0] + objects[1] - self._stop_at(), 0.0))
+            evict_pg = np.minimum(have, served * evict_speed)
+            paced = flushing & (self.effort > 0)
+            if np.count_nonzero(paced):
+                # A PG its OSD serves while it flushes evicts as the
+                # completions wake the agent (see evicts_per_flush): on an
+                # OSD of the low quota by the PG's own clean share (the
+                # agent lists past dirty objects), on one of the HIGH quota
+                # by what lies ahead of its listing position
+                # (_met_evictions).
+                allowed = evicts_per_flush_low(
+                    np.divide(clean_pg, clean_pg + dirty_pg, out=np.zeros(self.G),
+                              where=clean_pg + dirty_pg > 0)) * flush_pg
+                if np.count_nonzero(held):
+                    met_c, met_d, listed_c = self.listing.met(flush_pg)
+                    most = np.minimum(self._met_evictions(met_c, met_d, flush_pg),
+                                      listed_c + flush_pg)
+                    allowed = np.where(held, most, allowed)
+                evict_pg = np.where(paced, np.minimum(evict_pg, allowed), evict_pg)
             efrac = np.divide(evict_pg, Cp, out=np.zeros_like(Cp), where=Cp > 0)
             evicted = self.C * efrac[:, None]
             self.C -= evicted
@@ -588,6 +611,7 @@ class TierSim:
                 self.acc_log += self._per_object(evicted)
             nevict = float((self.m * evicted.sum(axis=1)).sum())
             evict_pg = np.add.reduce(evicted, axis=1)
+            evicts = nevict > 0
         if flushes or evicts:
             c = self.totals.cache
             c['num_flush'] += nflush
@@ -610,10 +634,8 @@ class TierSim:
             evicted_pg = evict_pg if evicts else self._zeros_pg
             # HIGH: a PG that evicts evicts each object it has just flushed,
             # behind the position; the rest it met in the listing
-            after_flush = (np.minimum(evicted_pg, flush_pg) * on_high if high and paced
-                           else self._zeros_pg)
-            self.listing.advance(flush_pg, after_flush, evicted_pg - after_flush,
-                                 flushing if high else self._no_rows)
+            after_flush = np.where(held, np.minimum(evicted_pg, flush_pg), 0.0)
+            self.listing.advance(flush_pg, after_flush, evicted_pg - after_flush, held)
             # its walk takes from stretches what the key bins take evenly:
             # back to the same totals
             self.listing.match(rows[0], rows[1])
@@ -637,41 +659,33 @@ class TierSim:
             self.next_roll += self.hit_set_period
         return res
 
-    def _serve_by_level(self, level: np.ndarray, speed: np.ndarray, have: np.ndarray,
-                        allowed: float, m: Optional[np.ndarray] = None,
-                        osds: Optional[float] = None) -> np.ndarray:
-        """What each PG of a row gets of its OSD's agent this step, the
-        agent_queue's way: the queue is keyed by evict effort and the OSD
-        serves its highest level first.  Within a level the OSD stays on
-        one PG until its effort changes, then takes the next; here the
-        level's PGs share the step evenly instead (the same total, not the
-        same waits: bench-results/cluster/full-spells.md).
-        Each OSD serves its own top level; with the PGs spread evenly, a
-        level of n PGs takes min(n, OSDs free) OSDs' time, at `speed` per
-        PG an OSD serves alone, and what it cannot use (its PGs out of
-        `have`) passes to the next level down.  `level` < 0: not queued.
-        `allowed` caps the total.  `m` and `osds`: a part of the rows' PGs
-        and the OSDs they are on (default: all of them)."""
-        out = np.zeros(self.G)
-        m = self.m if m is None else m
-        osds_free = float(self.osds if osds is None else osds)
-        for lv in sorted(set(level[(level >= 0) & (m > 0)].tolist()), reverse=True):
-            rows = (level == lv) & (m > 0)
-            n = float(m[rows].sum())
-            serving = min(osds_free, n)
-            reach = speed[rows] * (serving / n)
-            take = np.minimum(reach, have[rows])
-            taken = float((m[rows] * take).sum())
-            if taken >= allowed:
-                out[rows] = take * (allowed / taken) if taken > 0 else take
-                break
-            out[rows] = take
-            allowed -= taken
-            could = float((m[rows] * reach).sum())
-            osds_free -= serving * (taken / could if could > 0 else 0.0)
-            if osds_free <= 1e-9:
-                break
-        return out
+    def _agent_shares(self, flushing: np.ndarray, need: np.ndarray) -> np.ndarray:
+        """Per PG of a row, the share of its OSD's agent thread it gets this
+        step, the agent_queue's way (OSDService::agent_entry): each OSD
+        works only the PGs of its queue's top level, keyed by evict effort
+        (a PG that flushes without evicting sits at level 0), one after
+        another (agent_queue_pos); here the level's PGs share the step
+        evenly instead (the same total, not the same waits:
+        bench-results/cluster/full-spells.md).  `need`: the share of the
+        step a PG would need on its own to do its work (flush its dirty
+        objects, or evict down to its target); what a level leaves unused
+        passes to the next level down, as a PG that has done its work
+        leaves the level."""
+        share = np.zeros(self.G)
+        level = np.where(self.effort > 0, self.effort, 0.0)
+        left = (flushing | (self.effort > 0)) & (self.m > 0)
+        free = np.ones(self.osds)
+        while np.count_nonzero(left):
+            top = np.full(self.osds, -1.0)
+            np.maximum.at(top, self.osd_of[left], level[left])
+            at_top = left & (level == top[self.osd_of])
+            pgs = np.bincount(self.osd_of, np.where(at_top, self.m, 0.0), self.osds)
+            each = free / np.maximum(pgs, 1e-12)
+            share = np.where(at_top, each[self.osd_of], share)
+            free -= np.bincount(self.osd_of, np.where(at_top, self.m * np.minimum(share, need),
+                                                      0.0), self.osds)
+            left &= ~at_top & (free > 1e-9)[self.osd_of]
+        return share
 
     @staticmethod
     def _met_evictions(met_c: np.ndarray, met_d: np.ndarray, flushed: np.ndarray) -> np.ndarray:
@@ -689,54 +703,17 @@ class TierSim:
         p = np.minimum(np.maximum(p, 0.0), 1.0 - 1e-12)
         return (1.0 + p / (1.0 - p)) * flushed        # evicts_per_flush(p, high=True)
 
-    def _evict_by_priority(self, dt: float, clean_pg: np.ndarray, allowed: float) -> np.ndarray:
-        """Objects each PG of a row evicts this step: the fullest PGs take
-        the evictions and a FULL PG (effort 1.0) takes them all, so the
-        PGs' fills close up before the pool reaches its target.  One OSD's
-        agent evicts EVICT_OBJECTS_PER_S_PER_OSD, times the effort where
-        the PGs have hit sets (agent_maybe_evict lets through about the
-        share of objects the effort asks for, by temperature; without hit
-        sets every temperature is 0 and every clean object passes);
-        `allowed` caps the total (evictions paced by flush completions)."""
-        level = np.where(self.effort > 0, self.effort, -1.0)
-        passing = self.effort if self.hit_set_count > 0 else (self.effort > 0).astype(float)
-        return self._serve_by_level(level, passing * EVICT_OBJECTS_PER_S_PER_OSD * dt,
-                                    clean_pg, allowed)
+    def _evict_passing(self) -> np.ndarray:
+        """Per PG of a row, the share of the clean objects its agent meets
+        that it evicts: where the PGs have hit sets, about the share the
+        effort asks for (agent_maybe_evict's temperature test); without
+        them every temperature is 0 and every clean object passes."""
+        return self.effort if self.hit_set_count > 0 else (self.effort > 0).astype(float)
 
-    def _flush_by_priority(self, flush_time: float, dt: float, dirty_pg: np.ndarray,
-                           flushing: np.ndarray, high: bool) -> Tuple[np.ndarray, np.ndarray]:
-        """Objects each PG of a row flushes this step.  The agent_queue's
-        key, evict effort, stands for all agent effort (agent_choose_mode
-        says so): a PG that flushes without evicting sits at level 0, and
-        the PGs that evict, FULL ones first, have their OSD's in-flight
-        flush ops before it.  One PG can hold all of them (agent_work
-        starts flushes up to the quota), one object a flush_time for each
-        op of its OSD's quota.
-        The quota is the OSD's own (OSDService::agent_entry: the low ops
-        unless flush_mode_high_count, its PGs in HIGH, is not zero).  With
-        primaries placed at random, h HIGH PGs are on O * (1 - (1 - 1/O)^h)
-        of the O OSDs on average, and any other PG on one of those by the
-        same share: those PGs share the HIGH OSDs' ops, the rest the low
-        ones'.  Also, per row, the share of its flushes on HIGH OSDs."""
-        level = np.where(flushing, self.effort, -1.0)
-        low_speed = np.full(self.G, OSD_AGENT_MAX_LOW_OPS / flush_time * dt)
-        if not high:
-            return self._serve_by_level(level, low_speed, dirty_pg, math.inf), self._zeros_pg
-        is_high = self.flush_mode == FLUSH_HIGH
-        osds = float(self.osds)
-        h = float(self.m[is_high].sum())
-        high_share = 1.0 - (1.0 - 1.0 / osds) ** h
-        m_high = self.m * np.where(is_high, 1.0, high_share)
-        on_high = self._serve_by_level(level, np.full(self.G, OSD_AGENT_MAX_OPS / flush_time * dt),
-                                       dirty_pg, math.inf, m_high, osds * high_share)
-        m_low = self.m - m_high
-        if osds * (1.0 - high_share) <= 1e-9 or not np.count_nonzero(m_low > 1e-12):
-            return on_high * (m_high / self.m), np.ones(self.G)
-        on_low = self._serve_by_level(level, low_speed, dirty_pg, math.inf, m_low,
-                                      osds * (1.0 - high_share))
-        both = m_high * on_high + m_low * on_low
-        share = np.divide(m_high * on_high, both, out=np.zeros(self.G), where=both > 0)
-        return both / self.m, share
+    def _stop_at(self) -> float:
+        """Objects a PG holds when it is back at the full ratio less the
+        slop, where agent_work stops evicting."""
+        return (self.ratios.full * (1.0 - OSD_AGENT_SLOP)) * self.budget / self.avg
 
     def _release_blocked(self, dt: float, d: Demand, res: StepResult) -> bool:
         """Writes waiting on a PG that left FULL are requeued, all of them

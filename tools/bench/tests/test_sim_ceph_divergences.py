@@ -1,7 +1,7 @@
 """Where the simulator's agent, promotion and blocking differ from Ceph
 16.2.15 (PrimaryLogPG.cc, OSD.cc, HitSet.h, bloom_filter.hpp).  Each test
 states what the OSD does; the ones marked xfail fail on the simulator as
-it stands (a review's findings, not fixed here)."""
+it stands (a review's findings, not fixed yet)."""
 
 import json
 import sys
@@ -232,8 +232,6 @@ def test_pgs_on_osds_without_a_high_pg_pace_evictions_by_their_own_mix() -> None
     assert evicted > 1.5 * flushed
 
 
-@pytest.mark.xfail(strict=True, reason='evictions paced by flushes are pooled over all OSDs: '
-                   'a PG evicts per flush of PGs on other OSDs')
 def test_evictions_follow_the_flushes_of_their_own_osd() -> None:
     # OSDService::agent_entry is one thread per OSD over that OSD's own
     # agent_queue; a flush completion (agent_finish_op ->
@@ -262,8 +260,6 @@ def test_evictions_follow_the_flushes_of_their_own_osd() -> None:
     assert evicted <= (1.0 + evicts_per_flush(p)) * flushed[top] * (1 + 1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="the HIGH part's clean share is taken over every "
-                   'evicting PG, those on LOW OSDs too, not over the HIGH OSDs\' own')
 def test_a_high_osds_evictions_per_flush_follow_its_own_top_pgs_listing() -> None:
     # With a PG HIGH and FULL (evict effort 1.0) on its OSD, that OSD's
     # agent_entry works only it: each completion, try_flush_mark_clean
@@ -323,8 +319,6 @@ def _evict_only_top_pg() -> TierSim:
     return sim
 
 
-@pytest.mark.xfail(strict=True, reason='an evicting PG that does not flush is paced by the '
-                   "flushes of other OSDs' PGs")
 def test_a_pg_that_evicts_without_flushing_evicts_unpaced_at_the_top_of_its_osd() -> None:
     # agent_entry waits only while agent_flush_quota (low ops less
     # agent_ops) is used up, and agent_work on a PG in flush mode IDLE
@@ -343,19 +337,23 @@ def test_a_pg_that_evicts_without_flushing_evicts_unpaced_at_the_top_of_its_osd(
     assert evicted >= 0.99 * unpaced
 
 
-@pytest.mark.xfail(strict=True, reason="the OSD's flush ops go to PGs below a top PG that "
-                   'only evicts')
 def test_an_osd_whose_top_pg_only_evicts_starts_no_flushes() -> None:
     # agent_entry calls agent_work only on a PG of the top level of its
     # agent_queue (agent_queue.rbegin()); the flushing PGs at level 0 on
     # the FULL PG's OSD get no agent_work while it is there, and it
     # flushes nothing (flush mode IDLE).  So only the three other OSDs
-    # flush, two ops each.
+    # flush, two ops each.  (A step short enough that the FULL PG is still
+    # evicting at its end: back at its target it leaves the top level, and
+    # the level-0 PGs below it get the rest of the step.)
     sim = _evict_only_top_pg()
     sp = sim.sc.sim
     flush_time = (sp.base_latency_ms / 1000 + FLUSH_EXTRA_LATENCY_S
                   + sim.sc.object_size / (sp.base_bandwidth_mib_s * MiB))
-    dt = 0.1
+    top = sim.G - 1
+    clean, dirty = sim.objects()
+    stop_at = sim.ratios.full * (1.0 - OSD_AGENT_SLOP) * sim.budget / sim.avg
+    dt = 0.05
+    assert clean[top] + dirty[top] - stop_at > EVICT_OBJECTS_PER_S_PER_OSD * dt
     flushed, _, _ = idle_step(sim, dt)
     ceph_most = (sim.osds - 1) * OSD_AGENT_MAX_LOW_OPS / flush_time * dt
     assert flushed.sum() <= ceph_most * (1 + 1e-9)
@@ -427,3 +425,25 @@ def test_a_released_write_counts_as_in_the_current_hit_set() -> None:
     sim.step(0.01, IDLE)
     assert sim.blocked[top] == 0.0
     assert sim.totals.cache['num_promote'] - before == pytest.approx(3.0 * sim.m[top], rel=1e-6)
+
+
+def test_once_the_top_pg_is_back_at_its_target_its_osd_flushes_the_level_below() -> None:
+    # agent_work chooses the PG's mode again before each listing: back at
+    # the full ratio less the slop the FULL PG leaves the top level, and
+    # agent_entry's next call goes to the level-0 PGs of its OSD.  Here the
+    # FULL PG's evictions take 34 objects at 400 a second: 0.085 s of a
+    # 0.1 s step, so its OSD's flushing PGs get the last 0.015 s.
+    sim = _evict_only_top_pg()
+    top = sim.G - 1
+    clean, dirty = sim.objects()
+    stop_at = sim.ratios.full * (1.0 - OSD_AGENT_SLOP) * sim.budget / sim.avg
+    busy = (clean[top] + dirty[top] - stop_at) / EVICT_OBJECTS_PER_S_PER_OSD
+    dt = 0.1
+    assert 0 < busy < dt
+    sp = sim.sc.sim
+    flush_time = (sp.base_latency_ms / 1000 + FLUSH_EXTRA_LATENCY_S
+                  + sim.sc.object_size / (sp.base_bandwidth_mib_s * MiB))
+    mates = (sim.osd_of == sim.osd_of[top]) & (np.arange(sim.G) != top)
+    flushed, _, _ = idle_step(sim, dt)
+    expected = OSD_AGENT_MAX_LOW_OPS / flush_time * (dt - busy)
+    assert float((sim.m * flushed)[mates].sum()) == pytest.approx(expected, rel=1e-6)

@@ -301,7 +301,8 @@ def test_the_agent_flushes_its_evicting_pgs_before_the_flush_only_ones():
     sim.step(0.1, IDLE)
     flushed = before - sim.D.sum(axis=1)
     assert flushed[top] > 0 and np.allclose(flushed[:top], 0.0)
-    # With more OSDs than the top level has PGs, the spare OSDs flush level 0.
+    # On four OSDs the other OSDs, whose queues hold only level 0, flush
+    # their PGs; the top PG's OSD flushes only it.
     sc = short(cache={'target_max_bytes': '8GiB', 'pg_num': 8, 'hit_set_period_s': 20},
                sim={'cache_osds': 4})
     sim = new_sim(sc)
@@ -312,7 +313,12 @@ def test_the_agent_flushes_its_evicting_pgs_before_the_flush_only_ones():
     sim.step(0.1, IDLE)
     flushed = before - sim.D.sum(axis=1)
     per_pg = flushed[top] / sim.m[top]       # one OSD's quota on each of the row's PGs
-    assert (flushed[:top] > 0).all() and (flushed[:top] / sim.m[:top] < per_pg).all()
+    mates = sim.osd_of[:top] == sim.osd_of[top]
+    others = ~mates & (sim.m[:top] > 0)
+    assert mates.any() and others.any(), 'eight PGs on four OSDs: two each'
+    assert np.allclose(flushed[:top][mates], 0.0)
+    assert (flushed[:top][others] > 0).all()
+    assert (flushed[:top][others] / sim.m[:top][others] < per_pg).all()
 
 
 def test_writes_in_flight_carry_a_pg_past_its_budget_before_it_blocks():
