@@ -47,7 +47,8 @@ def _single_coefficient(x: np.ndarray, y: np.ndarray) -> float:
     return max(float(x.dot(y) / x.dot(x)), 0.0)
 
 
-@dataclass(frozen=True)
+# Not frozen, hashable as if it were: see sampling.PER_TICK_DATACLASS.
+@dataclass(unsafe_hash=True)
 class _FlushPoints:
     """The intervals with a PG in a flush mode: PGs in LOW and HIGH, flush
     bytes/s, and the normal equations of flush ~= low * n_low + high * n_high.
