@@ -143,22 +143,16 @@ def evicts_per_flush(clean_share: float, high: bool = False) -> float:
     p = min(max(clean_share, 0.0), 1.0)
     if p >= 1.0:
         return math.inf
-    before = p / (1.0 - p)
     if high:
-        return 1.0 + before
-    # E[min(k, X)], X ~ Binomial(rest of the listing, p): sum of P(X >= j)
-    k, n, q = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1, 1.0 - p
-    below = 0.0           # P(X < j), built up term by term
-    after = 0.0
-    for j in range(1, k + 1):
-        below += math.comb(n, j - 1) * p ** (j - 1) * q ** (n - j + 1)
-        after += 1.0 - below
-    return before + after
+        return 1.0 + p / (1.0 - p)
+    return float(evicts_per_flush_low(np.array([p]))[0])
 
 
 def evicts_per_flush_low(clean_share: np.ndarray) -> np.ndarray:
-    """evicts_per_flush(p) flushing LOW, per element of clean_share, with
-    the binomial tail written out for the spare ops (two)."""
+    """evicts_per_flush(p) flushing LOW, per element of clean_share: the
+    clean objects met before the next dirty one, p / (1 - p), and
+    E[min(k, X)], X ~ Binomial(rest of the listing, p), the sum of
+    P(X >= j) for the k spare ops (two, written out)."""
     k, n = OSD_AGENT_MAX_OPS - OSD_AGENT_MAX_LOW_OPS, AGENT_LISTED - 1
     assert k == 2, 'the spare ops are written out for two'
     p = np.minimum(np.maximum(clean_share, 0.0), 1.0)
@@ -672,8 +666,8 @@ class TierSim:
         passes to the next level down, as a PG that has done its work
         leaves the level."""
         share = np.zeros(self.G)
-        level = np.where(self.effort > 0, self.effort, 0.0)
-        left = (flushing | (self.effort > 0)) & (self.m > 0)
+        level = self.effort               # 0 for a PG that does not evict
+        left = flushing | (level > 0)
         free = np.ones(self.osds)
         while np.count_nonzero(left):
             top = np.full(self.osds, -1.0)
